@@ -1,0 +1,81 @@
+#pragma once
+// Storage behind every counter and histogram: each thread owns its own cells,
+// so a hot-path update is a relaxed load and store on a cache line no other
+// thread writes. A scrape sums the cells of all live threads plus what exited
+// threads left behind. Ids are never reused, so a handle stays valid for the
+// life of the process.
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+namespace glassbox::metrics::detail {
+
+using CellId = std::uint32_t;
+
+/// How a cell's 64 bits are summed: as an integer or as a double.
+enum class CellKind : std::uint8_t { u64, f64 };
+
+inline constexpr std::size_t kChunkCells = 256;
+inline constexpr std::size_t kMaxChunks = 512;
+inline constexpr std::size_t kMaxCells = kChunkCells * kMaxChunks;
+
+struct Chunk {
+  std::atomic<std::uint64_t> cells[kChunkCells] = {};
+};
+
+struct ThreadCells {
+  std::atomic<Chunk*> chunks[kMaxChunks] = {};
+};
+
+/// Reserves `count` consecutive cells of one kind. Thread-safe; throws
+/// glassbox::Error when the arena is full.
+CellId allocate_cells(std::size_t count, CellKind kind);
+
+/// Holds the thread list still, so the sums read under it see no thread fold
+/// its cells away half-way: one consistent snapshot.
+[[nodiscard]] std::unique_lock<std::mutex> lock_threads();
+
+/// Sum of a cell over all threads, live and exited. Call under lock_threads().
+std::uint64_t sum_u64(CellId id);
+double sum_f64(CellId id);
+
+/// Slow path: first update on this thread, or an update after the thread's
+/// cells were folded at thread exit.
+std::atomic<std::uint64_t>* cell_slow(CellId id);
+void add_after_exit_u64(CellId id, std::uint64_t n);
+void add_after_exit_f64(CellId id, double v);
+
+extern thread_local constinit ThreadCells* tl_cells;
+
+/// The calling thread's cell, or nullptr when the slow path must run.
+inline std::atomic<std::uint64_t>* local_cell(CellId id) noexcept {
+  ThreadCells* tc = tl_cells;
+  if (tc == nullptr) [[unlikely]] return nullptr;
+  Chunk* chunk = tc->chunks[id / kChunkCells].load(std::memory_order_relaxed);
+  if (chunk == nullptr) [[unlikely]] return nullptr;
+  return &chunk->cells[id % kChunkCells];
+}
+
+inline void add_u64(CellId id, std::uint64_t n) noexcept {
+  std::atomic<std::uint64_t>* c = local_cell(id);
+  if (c == nullptr) [[unlikely]] {
+    c = cell_slow(id);
+    if (c == nullptr) return add_after_exit_u64(id, n);
+  }
+  // Only this thread writes the cell: load+store, no read-modify-write.
+  c->store(c->load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+inline void add_f64(CellId id, double v) noexcept {
+  std::atomic<std::uint64_t>* c = local_cell(id);
+  if (c == nullptr) [[unlikely]] {
+    c = cell_slow(id);
+    if (c == nullptr) return add_after_exit_f64(id, v);
+  }
+  double cur = std::bit_cast<double>(c->load(std::memory_order_relaxed));
+  c->store(std::bit_cast<std::uint64_t>(cur + v), std::memory_order_relaxed);
+}
+
+}  // namespace glassbox::metrics::detail

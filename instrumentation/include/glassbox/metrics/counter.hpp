@@ -1,0 +1,31 @@
+#pragma once
+// A monotonically increasing count. Handles are cheap to copy and stay valid
+// for the life of the process; inc() touches only the calling thread's cell.
+#include <cstdint>
+
+#include "glassbox/metrics/cell_arena.hpp"
+#include "glassbox/metrics/snapshot.hpp"
+
+namespace glassbox::metrics {
+
+class Counter {
+ public:
+  struct Config {};
+  static constexpr MetricType type = MetricType::counter;
+  static Counter create(const Config&);
+
+  explicit Counter(detail::CellId cell) noexcept : cell_(cell) {}
+
+  /// Thread-safe, lock-free, about a nanosecond: a relaxed load and store on
+  /// a cell only this thread writes.
+  void inc(std::uint64_t n = 1) const noexcept { detail::add_u64(cell_, n); }
+
+  /// Current total over all threads (takes the arena lock; not for hot paths).
+  std::uint64_t value() const;
+  void read_locked(SeriesSnapshot& out) const;
+
+ private:
+  detail::CellId cell_;
+};
+
+}  // namespace glassbox::metrics

@@ -1,0 +1,50 @@
+#pragma once
+// A distribution over fixed buckets (Prometheus `le` semantics: a value lands
+// in the first bucket whose upper bound is >= it). observe() touches only the
+// calling thread's cells.
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "glassbox/metrics/cell_arena.hpp"
+#include "glassbox/metrics/snapshot.hpp"
+
+namespace glassbox::metrics {
+
+class Histogram {
+ public:
+  struct Config {
+    std::shared_ptr<const std::vector<double>> upper_bounds;
+  };
+  static constexpr MetricType type = MetricType::histogram;
+  static Histogram create(const Config& config);
+
+  /// `first_cell` starts bounds->size()+1 bucket cells followed by one sum cell.
+  Histogram(std::shared_ptr<const std::vector<double>> bounds, detail::CellId first_cell) noexcept
+      : bounds_(std::move(bounds)), first_cell_(first_cell) {}
+
+  void observe(double v) const noexcept {
+    const auto& b = *bounds_;
+    auto bucket = static_cast<detail::CellId>(std::lower_bound(b.begin(), b.end(), v) - b.begin());
+    detail::add_u64(first_cell_ + bucket, 1);
+    detail::add_f64(sum_cell(), v);
+  }
+
+  /// Current buckets, count and sum over all threads (takes the arena lock).
+  HistogramValue value() const;
+  /// Reads without locking; the caller holds detail::lock_threads().
+  HistogramValue value_locked() const;
+  void read_locked(SeriesSnapshot& out) const { out.histogram = value_locked(); }
+
+ private:
+  detail::CellId sum_cell() const noexcept { return first_cell_ + static_cast<detail::CellId>(bounds_->size()) + 1; }
+
+  std::shared_ptr<const std::vector<double>> bounds_;
+  detail::CellId first_cell_;
+};
+
+/// Bucket bounds growing by `factor` from `start`, `count` of them.
+std::vector<double> exponential_buckets(double start, double factor, std::size_t count);
+
+}  // namespace glassbox::metrics

@@ -1,0 +1,182 @@
+// Metric primitives, families and the registry.
+#include <algorithm>
+#include <cmath>
+#include <regex>
+
+#include "glassbox/error.hpp"
+#include "glassbox/metrics/registry.hpp"
+
+namespace glassbox::metrics {
+
+Counter Counter::create(const Config&) { return Counter(detail::allocate_cells(1, detail::CellKind::u64)); }
+
+std::uint64_t Counter::value() const {
+  auto lock = detail::lock_threads();
+  return detail::sum_u64(cell_);
+}
+
+void Counter::read_locked(SeriesSnapshot& out) const { out.value = static_cast<double>(detail::sum_u64(cell_)); }
+
+Histogram Histogram::create(const Config& config) {
+  std::size_t buckets = config.upper_bounds->size() + 1;
+  detail::CellId first = detail::allocate_cells(buckets, detail::CellKind::u64);
+  detail::allocate_cells(1, detail::CellKind::f64);  // the sum, right after the buckets
+  return Histogram(config.upper_bounds, first);
+}
+
+HistogramValue Histogram::value() const {
+  auto lock = detail::lock_threads();
+  return value_locked();
+}
+
+HistogramValue Histogram::value_locked() const {
+  HistogramValue v;
+  v.upper_bounds = *bounds_;
+  for (std::size_t i = 0; i <= bounds_->size(); ++i) {
+    v.buckets.push_back(detail::sum_u64(first_cell_ + static_cast<detail::CellId>(i)));
+    v.count += v.buckets.back();
+  }
+  v.sum = detail::sum_f64(sum_cell());
+  return v;
+}
+
+std::vector<double> exponential_buckets(double start, double factor, std::size_t count) {
+  if (start <= 0 || factor <= 1 || count == 0) {
+    throw ConfigError("exponential_buckets(start=" + std::to_string(start) + ", factor=" + std::to_string(factor) +
+                      ", count=" + std::to_string(count) + "): need start > 0, factor > 1, count >= 1");
+  }
+  std::vector<double> b(count);
+  for (std::size_t i = 0; i < count; ++i) b[i] = start * std::pow(factor, static_cast<double>(i));
+  return b;
+}
+
+namespace {
+
+void check_name(const std::string& what, const std::string& name, const char* pattern, const char* accepted) {
+  if (!std::regex_match(name, std::regex(pattern))) {
+    throw ConfigError("glassbox metrics: " + what + " '" + name + "' is not accepted; expected " + accepted);
+  }
+}
+
+void check_info(const FamilyInfo& info, MetricType type) {
+  check_name("metric name", info.name, "[a-zA-Z_:][a-zA-Z0-9_:]*", "[a-zA-Z_:][a-zA-Z0-9_:]*");
+  if (type == MetricType::counter && !info.name.ends_with("_total")) {
+    throw ConfigError("glassbox metrics: counter '" + info.name + "' must end in _total (Prometheus convention)");
+  }
+  for (const auto& l : info.label_names) {
+    check_name("label name", l, "[a-zA-Z_][a-zA-Z0-9_]*", "[a-zA-Z_][a-zA-Z0-9_]* not starting with __");
+    if (l.starts_with("__") || (type == MetricType::histogram && l == "le")) {
+      throw ConfigError("glassbox metrics: label name '" + l + "' on '" + info.name + "' is reserved");
+    }
+  }
+}
+
+void check_bounds(const std::string& name, const std::vector<double>& b) {
+  bool ok = !b.empty() && std::all_of(b.begin(), b.end(), [](double x) { return std::isfinite(x); }) &&
+            std::adjacent_find(b.begin(), b.end(), std::greater_equal<>()) == b.end();
+  if (!ok) {
+    throw ConfigError("glassbox metrics: histogram '" + name +
+                      "' needs at least one finite bucket bound, strictly ascending (+Inf is implied)");
+  }
+}
+
+const char* type_name(MetricType t) {
+  switch (t) {
+    case MetricType::counter: return "counter";
+    case MetricType::gauge: return "gauge";
+    case MetricType::histogram: return "histogram";
+  }
+  return "?";
+}
+
+bool same_config(const Family<Counter>&, const Counter::Config&) { return true; }
+bool same_config(const Family<Gauge>&, const Gauge::Config&) { return true; }
+bool same_config(const Family<Histogram>& f, const Histogram::Config& c) {
+  return *f.config().upper_bounds == *c.upper_bounds;
+}
+
+}  // namespace
+
+FamilyBase::FamilyBase(FamilyInfo info, MetricType type) : info_(std::move(info)), type_(type) {}
+
+std::vector<std::string> FamilyBase::make_key(std::initializer_list<std::string_view> values) const {
+  if (values.size() != info_.label_names.size()) {
+    throw ConfigError("glassbox metrics: '" + info_.name + "' takes " + std::to_string(info_.label_names.size()) +
+                      " label value(s), got " + std::to_string(values.size()));
+  }
+  return {values.begin(), values.end()};
+}
+
+LabelPairs FamilyBase::label_pairs(const std::vector<std::string>& key) const {
+  LabelPairs out;
+  for (std::size_t i = 0; i < key.size(); ++i) out.emplace_back(info_.label_names[i], key[i]);
+  return out;
+}
+
+Registry& Registry::global() {
+  static Registry* r = new Registry;
+  return *r;
+}
+
+template <class Metric>
+Family<Metric>& Registry::declare(FamilyInfo info, typename Metric::Config config) {
+  check_info(info, Metric::type);
+  std::lock_guard lock(mu_);
+  auto it = families_.find(info.name);
+  if (it == families_.end()) {
+    auto fam = std::make_unique<Family<Metric>>(info, std::move(config));
+    auto& ref = *fam;
+    families_.emplace(info.name, std::move(fam));
+    return ref;
+  }
+  auto* existing = dynamic_cast<Family<Metric>*>(it->second.get());
+  if (existing == nullptr || existing->info().label_names != info.label_names ||
+      existing->info().help != info.help || !same_config(*existing, config)) {
+    throw ConfigError("glassbox metrics: '" + info.name + "' is already declared as a " +
+                      type_name(it->second->type()) + " with other labels, help or buckets; a " +
+                      type_name(Metric::type) + " of that name cannot be declared");
+  }
+  return *existing;
+}
+
+Family<Counter>& Registry::counter(std::string_view name, std::string_view help, std::vector<std::string> labels) {
+  return declare<Counter>({std::string(name), std::string(help), std::move(labels)}, {});
+}
+
+Family<Gauge>& Registry::gauge(std::string_view name, std::string_view help, std::vector<std::string> labels) {
+  return declare<Gauge>({std::string(name), std::string(help), std::move(labels)}, {});
+}
+
+Family<Histogram>& Registry::histogram(std::string_view name, std::string_view help, std::vector<std::string> labels,
+                                       std::vector<double> upper_bounds) {
+  check_bounds(std::string(name), upper_bounds);
+  return declare<Histogram>({std::string(name), std::string(help), std::move(labels)},
+                            {std::make_shared<const std::vector<double>>(std::move(upper_bounds))});
+}
+
+Snapshot Registry::snapshot() const {
+  Snapshot out;
+  std::lock_guard lock(mu_);
+  auto threads = detail::lock_threads();
+  for (const auto& [name, fam] : families_) {
+    FamilySnapshot f{fam->info().name, fam->info().help, fam->type(), {}};
+    fam->collect_locked(f);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+const SeriesSnapshot* find_series(const Snapshot& snapshot, const std::string& name, const LabelPairs& labels) {
+  for (const auto& f : snapshot) {
+    if (f.name != name) continue;
+    for (const auto& s : f.series) {
+      bool all = std::all_of(labels.begin(), labels.end(), [&](const auto& want) {
+        return std::find(s.labels.begin(), s.labels.end(), want) != s.labels.end();
+      });
+      if (all) return &s;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace glassbox::metrics

@@ -1,0 +1,170 @@
+// Metric primitives: exact totals under contention, label resolution,
+// thread-exit folding, snapshots and name validation.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "glassbox/error.hpp"
+#include "glassbox/metrics/registry.hpp"
+
+namespace gm = glassbox::metrics;
+
+namespace {
+
+void run_threads(int n, const std::function<void(int)>& body) {
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) threads.emplace_back(body, i);
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace
+
+TEST(Metrics, CounterIsExactAfter16ThreadsAddAMillionEach) {
+  gm::Registry r;
+  gm::Counter c = r.counter("test_updates_total", "updates").with();
+  constexpr int kThreads = 16, kPerThread = 1'000'000;
+  run_threads(kThreads, [&](int) {
+    for (int i = 0; i < kPerThread; ++i) c.inc();
+  });
+  EXPECT_EQ(c.value(), std::uint64_t{kThreads} * kPerThread);
+}
+
+TEST(Metrics, HistogramIsExactAfter16ThreadsObserveAMillionEach) {
+  gm::Registry r;
+  gm::Histogram h = r.histogram("test_latency_seconds", "latency", {}, {1, 2, 4}).with();
+  constexpr int kThreads = 16, kPerThread = 1'000'000;
+  // Values 0.5, 1.5, 3, 8 land one in each bucket (<=1, <=2, <=4, +Inf).
+  const double values[] = {0.5, 1.5, 3.0, 8.0};
+  run_threads(kThreads, [&](int) {
+    for (int i = 0; i < kPerThread; ++i) h.observe(values[i % 4]);
+  });
+  gm::HistogramValue v = h.value();
+  const std::uint64_t total = std::uint64_t{kThreads} * kPerThread;
+  EXPECT_EQ(v.count, total);
+  ASSERT_EQ(v.buckets.size(), 4u);
+  for (auto b : v.buckets) EXPECT_EQ(b, total / 4);
+  EXPECT_DOUBLE_EQ(v.sum, (0.5 + 1.5 + 3.0 + 8.0) * static_cast<double>(total / 4));
+}
+
+TEST(Metrics, BoundaryValueLandsInItsOwnBucket) {
+  gm::Registry r;
+  gm::Histogram h = r.histogram("test_le_seconds", "le semantics", {}, {1, 2}).with();
+  h.observe(1.0);
+  h.observe(2.0);
+  h.observe(2.0000001);
+  EXPECT_EQ(h.value().buckets, (std::vector<std::uint64_t>{1, 1, 1}));
+}
+
+TEST(Metrics, SameLabelsResolveToTheSameSeries) {
+  gm::Registry r;
+  auto& fam = r.counter("test_requests_total", "requests", {"bucket"});
+  fam.with({"3"}).inc(2);
+  fam.with({"3"}).inc(3);
+  fam.with({"4"}).inc(7);
+  auto snap = r.snapshot();
+  EXPECT_EQ(gm::find_series(snap, "test_requests_total", {{"bucket", "3"}})->value, 5);
+  EXPECT_EQ(gm::find_series(snap, "test_requests_total", {{"bucket", "4"}})->value, 7);
+}
+
+TEST(Metrics, RedeclaringTheSameFamilyReturnsIt) {
+  gm::Registry r;
+  auto& a = r.gauge("test_depth", "depth", {"device"});
+  auto& b = r.gauge("test_depth", "depth", {"device"});
+  EXPECT_EQ(&a, &b);
+}
+
+TEST(Metrics, UpdatesFromExitedThreadsAreKept) {
+  gm::Registry r;
+  gm::Counter c = r.counter("test_exited_total", "from exited threads").with();
+  for (int round = 0; round < 50; ++round) {
+    run_threads(4, [&](int) { c.inc(10); });
+  }
+  EXPECT_EQ(c.value(), 50u * 4u * 10u);
+}
+
+TEST(Metrics, SnapshotsDuringChurnNeverGoBackwards) {
+  gm::Registry r;
+  gm::Counter c = r.counter("test_churn_total", "churn").with();
+  std::atomic<bool> stop{false};
+  std::thread scraper([&] {
+    std::uint64_t last = 0;
+    while (!stop.load()) {
+      auto snap = r.snapshot();
+      auto now = static_cast<std::uint64_t>(gm::find_series(snap, "test_churn_total")->value);
+      EXPECT_GE(now, last);
+      last = now;
+    }
+  });
+  for (int round = 0; round < 200; ++round) {
+    run_threads(4, [&](int) {
+      for (int i = 0; i < 100; ++i) c.inc();
+    });
+  }
+  stop = true;
+  scraper.join();
+  EXPECT_EQ(c.value(), 200u * 4u * 100u);
+}
+
+TEST(Metrics, GaugeSetAddAndHighWaterMark) {
+  gm::Registry r;
+  gm::Gauge g = r.gauge("test_in_use", "in use").with();
+  g.set(3);
+  g.add(2);
+  g.sub(1);
+  EXPECT_EQ(g.value(), 4);
+  g.set_max(2);
+  EXPECT_EQ(g.value(), 4);
+  g.set_max(9);
+  EXPECT_EQ(g.value(), 9);
+}
+
+TEST(Metrics, GaugeAddsFromManyThreadsAreExact) {
+  gm::Registry r;
+  gm::Gauge g = r.gauge("test_gauge_threads", "g").with();
+  run_threads(8, [&](int) {
+    for (int i = 0; i < 100'000; ++i) g.add(1);
+  });
+  EXPECT_EQ(g.value(), 800'000);
+}
+
+TEST(Metrics, BadNamesAreRejectedWithTheName) {
+  gm::Registry r;
+  try {
+    r.counter("bad-name_total", "x");
+    FAIL() << "expected ConfigError";
+  } catch (const glassbox::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("'bad-name_total'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(r.counter("no_suffix", "x"), glassbox::ConfigError);
+  EXPECT_THROW(r.gauge("ok", "x", {"__reserved"}), glassbox::ConfigError);
+  EXPECT_THROW(r.histogram("h_seconds", "x", {"le"}, {1}), glassbox::ConfigError);
+  EXPECT_THROW(r.histogram("h2_seconds", "x", {}, {2, 1}), glassbox::ConfigError);
+  EXPECT_THROW(r.histogram("h3_seconds", "x", {}, {}), glassbox::ConfigError);
+}
+
+TEST(Metrics, ClashingRedeclarationIsAnError) {
+  gm::Registry r;
+  r.counter("test_clash_total", "x", {"a"});
+  EXPECT_THROW(r.counter("test_clash_total", "x", {"b"}), glassbox::ConfigError);
+  r.gauge("test_clash_gauge", "x");
+  EXPECT_THROW(r.histogram("test_clash_gauge", "x", {}, {1}), glassbox::ConfigError);
+}
+
+TEST(Metrics, WrongLabelCountIsAnError) {
+  gm::Registry r;
+  auto& fam = r.counter("test_labels_total", "x", {"library", "device"});
+  try {
+    fam.with({"cublas"});
+    FAIL() << "expected ConfigError";
+  } catch (const glassbox::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("takes 2 label value(s), got 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Metrics, ExponentialBuckets) {
+  EXPECT_EQ(gm::exponential_buckets(1, 2, 4), (std::vector<double>{1, 2, 4, 8}));
+  EXPECT_THROW(gm::exponential_buckets(0, 2, 4), glassbox::ConfigError);
+}
