@@ -1,12 +1,17 @@
 #include "glassbox/exporters/prometheus_exporter.hpp"
 
-#include <prometheus/collectable.h>
-#include <prometheus/exposer.h>
+#include <httplib.h>
 #include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <regex>
+#include <thread>
+
+#include <sys/socket.h>
 
 #include "glassbox/error.hpp"
 
@@ -47,24 +52,30 @@ prometheus::ClientMetric to_prometheus(const metrics::SeriesSnapshot& s, metrics
   return m;
 }
 
+std::string exposition_text(const metrics::Registry& registry) {
+  std::vector<prometheus::MetricFamily> families;
+  for (const auto& f : registry.snapshot()) {
+    if (f.series.empty()) continue;  // declared, nothing recorded yet
+    prometheus::MetricFamily pf{f.name, f.help, to_prometheus(f.type), {}};
+    for (const auto& s : f.series) pf.metric.push_back(to_prometheus(s, f.type));
+    families.push_back(std::move(pf));
+  }
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+// "[::1]:9464" -> {"::1", 9464}; the address is validated first.
+std::pair<std::string, int> split_address(const std::string& address) {
+  std::size_t colon = address.rfind(':');
+  std::string host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  return {host, std::stoi(address.substr(colon + 1))};
+}
+
 }  // namespace
 
-class PrometheusExporter::Collector final : public prometheus::Collectable {
- public:
-  explicit Collector(metrics::Registry& r) : registry_(r) {}
-  std::vector<prometheus::MetricFamily> Collect() const override {
-    std::vector<prometheus::MetricFamily> out;
-    for (const auto& f : registry_.snapshot()) {
-      if (f.series.empty()) continue;  // declared, nothing recorded yet
-      prometheus::MetricFamily pf{f.name, f.help, to_prometheus(f.type), {}};
-      for (const auto& s : f.series) pf.metric.push_back(to_prometheus(s, f.type));
-      out.push_back(std::move(pf));
-    }
-    return out;
-  }
-
- private:
-  metrics::Registry& registry_;
+struct PrometheusExporter::Server {
+  httplib::Server http;
+  std::thread thread;
 };
 
 void validate_listen_address(const std::string& address, const std::string& source) {
@@ -87,20 +98,36 @@ PrometheusOptions PrometheusOptions::from_env() {
 }
 
 PrometheusExporter::PrometheusExporter(PrometheusOptions options)
-    : options_(std::move(options)), collector_(std::make_shared<Collector>(*options_.registry)) {
+    : options_(std::move(options)), server_(std::make_unique<Server>()) {
   validate_listen_address(options_.address, "metrics address");
-  try {
-    exposer_ = std::make_unique<prometheus::Exposer>(options_.address, 2);
-  } catch (const std::exception& e) {
-    throw Error("glassbox /metrics: cannot listen on " + options_.address + ": " + e.what() +
+  auto [host, port] = split_address(options_.address);
+  // Two workers: scrapes are rare and short; more threads would only idle.
+  server_->http.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would
+  // let a second process share the port and silently take half the scrapes.
+  server_->http.set_socket_options([](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  const metrics::Registry& registry = *options_.registry;
+  server_->http.Get("/metrics", [&registry](const httplib::Request&, httplib::Response& res) {
+    res.set_content(exposition_text(registry), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  int bound = port == 0 ? server_->http.bind_to_any_port(host) : (server_->http.bind_to_port(host, port) ? port : -1);
+  if (bound <= 0) {
+    throw Error("glassbox /metrics: cannot listen on " + options_.address + ": " + std::strerror(errno) +
                 " (is the port in use? set GLASSBOX_METRICS_ADDR or --metrics-addr)");
   }
-  exposer_->RegisterCollectable(collector_);
-  auto ports = exposer_->GetListeningPorts();
-  port_ = ports.empty() ? 0 : static_cast<std::uint16_t>(ports.front());
+  port_ = static_cast<std::uint16_t>(bound);
+  server_->thread = std::thread([s = server_.get()] { s->http.listen_after_bind(); });
+  // stop() before the loop runs would be lost and the destructor would hang.
+  while (!server_->http.is_running()) std::this_thread::yield();
 }
 
-PrometheusExporter::~PrometheusExporter() = default;
+PrometheusExporter::~PrometheusExporter() {
+  server_->http.stop();
+  server_->thread.join();
+}
 
 std::string PrometheusExporter::url() const {
   std::string host = options_.address.substr(0, options_.address.rfind(':'));

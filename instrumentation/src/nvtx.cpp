@@ -2,6 +2,8 @@
 #include "glassbox/nvtx/domain.hpp"
 #include "glassbox/nvtx/range.hpp"
 
+#include <iterator>
+
 #if GLASSBOX_HAVE_NVTX
 #include <nvtx3/nvToolsExt.h>
 #endif
@@ -25,6 +27,15 @@ constexpr CategoryInfo kCategories[] = {
     {Category::autograd, "autograd", 0xffd9534f},
     {Category::exporter, "exporter", 0xff9b59b6},
 };
+
+// attributes() indexes this table by category id - 1.
+constexpr bool categories_in_order() {
+  for (std::size_t i = 0; i < std::size(kCategories); ++i) {
+    if (static_cast<std::size_t>(kCategories[i].id) != i + 1) return false;
+  }
+  return true;
+}
+static_assert(categories_in_order(), "kCategories must list Category values 1, 2, 3, ... in order");
 
 nvtxDomainHandle_t the_domain() noexcept {
   static nvtxDomainHandle_t d = [] {

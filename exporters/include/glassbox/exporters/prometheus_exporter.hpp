@@ -1,17 +1,20 @@
 #pragma once
 // Serves a glassbox metrics registry at http://ADDRESS/metrics in the
-// Prometheus text format. prometheus-cpp does the HTTP and the text; at each
-// scrape it asks glassbox's registry for a snapshot, so nothing is copied or
-// serialised between scrapes.
+// Prometheus text format. At each scrape it takes a snapshot of the registry
+// and prometheus-cpp writes the text, so nothing is copied or serialised
+// between scrapes.
+//
+// Why not prometheus-cpp's Exposer for the HTTP side: its civetweb server
+// starts threads with a fixed 100 KiB stack, and glibc carves the static TLS
+// of every loaded library out of each thread's stack. cuBLASLt alone has
+// ~92 KiB of TLS, so in any process that links cuBLAS the Exposer cannot start
+// ("Cannot create threads"). cpp-httplib uses std::thread with default stacks.
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "glassbox/metrics/registry.hpp"
-
-namespace prometheus {
-class Exposer;
-}
 
 namespace glassbox::exporters {
 
@@ -31,7 +34,8 @@ void validate_listen_address(const std::string& address, const std::string& sour
 
 class PrometheusExporter {
  public:
-  /// Starts listening at once; throws glassbox::Error when the address cannot be bound.
+  /// Starts listening at once; throws glassbox::Error when the address cannot be
+  /// bound. The destructor stops serving and joins the server thread.
   explicit PrometheusExporter(PrometheusOptions options = PrometheusOptions::from_env());
   ~PrometheusExporter();
   PrometheusExporter(const PrometheusExporter&) = delete;
@@ -43,10 +47,9 @@ class PrometheusExporter {
   std::string url() const;
 
  private:
-  class Collector;
+  struct Server;
   PrometheusOptions options_;
-  std::shared_ptr<Collector> collector_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<Server> server_;
   std::uint16_t port_ = 0;
 };
 

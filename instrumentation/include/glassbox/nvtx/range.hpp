@@ -9,9 +9,10 @@ namespace glassbox::nvtx {
 
 class ScopedRange {
  public:
-  ScopedRange(const RegisteredName& name, Category category) noexcept;
+  /// [[nodiscard]]: a discarded temporary would push and pop at once.
+  [[nodiscard]] ScopedRange(const RegisteredName& name, Category category) noexcept;
   /// For names known only at run time (copied by the tool at each push).
-  ScopedRange(const char* name, Category category) noexcept;
+  [[nodiscard]] ScopedRange(const char* name, Category category) noexcept;
   ~ScopedRange();
   ScopedRange(const ScopedRange&) = delete;
   ScopedRange& operator=(const ScopedRange&) = delete;

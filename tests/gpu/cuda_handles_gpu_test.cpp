@@ -1,0 +1,202 @@
+// Real cuBLAS, cuBLASLt and cuDNN handles from the process-wide pools, used
+// by many threads at once for real work whose results are checked on the CPU.
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "glassbox/backend/cuda_check.hpp"
+#include "glassbox/handle_pool/current_handles.hpp"
+#include "test_kernels.hpp"
+
+namespace gb = glassbox::backend;
+namespace gh = glassbox::handle_pool;
+using glassbox::testing::fill_pattern;
+using glassbox::testing::pattern;
+
+namespace {
+
+constexpr int kThreadsPerDevice = 8;
+constexpr int kRounds = 4;
+constexpr int kN = 48;  // matrices are kN x kN, column-major
+
+class GpuHandles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    devices_ = gb::cuda_device_count();
+    if (devices_ == 0) GTEST_SKIP() << "no CUDA device";
+  }
+
+  // Rounds of fresh threads, kThreadsPerDevice per device, all working at once.
+  template <class Body>
+  void churn(Body body) {
+    for (int round = 0; round < kRounds; ++round) {
+      int n = kThreadsPerDevice * devices_;
+      std::barrier together(n);
+      std::vector<std::thread> threads;
+      for (int t = 0; t < n; ++t) {
+        threads.emplace_back([&, t] {
+          int device = t % devices_;
+          gb::check_cuda(cudaSetDevice(device), "cudaSetDevice");
+          body(device, t + 1, together);
+        });
+      }
+      for (auto& th : threads) th.join();
+    }
+  }
+
+  template <class Pool>
+  void expect_bounded(Pool& pool) {
+    for (int d = 0; d < devices_; ++d) {
+      auto c = pool.counts(d);
+      EXPECT_EQ(c.created, static_cast<std::size_t>(kThreadsPerDevice)) << "device " << d;
+      EXPECT_EQ(c.high_water_mark, static_cast<std::size_t>(kThreadsPerDevice)) << "device " << d;
+      EXPECT_EQ(c.in_use, 0u) << "device " << d;
+    }
+  }
+
+  int devices_ = 0;
+};
+
+struct DeviceBuffers {
+  float* a = nullptr;
+  float* b = nullptr;
+  float* c = nullptr;
+  cudaStream_t stream = nullptr;
+  DeviceBuffers() {
+    for (float** p : {&a, &b, &c}) {
+      gb::check_cuda(cudaMalloc(reinterpret_cast<void**>(p), kN * kN * sizeof(float)), "cudaMalloc");
+    }
+    gb::check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  ~DeviceBuffers() {
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(c);
+    cudaStreamDestroy(stream);
+  }
+  void fill(float seed) {
+    fill_pattern(a, kN * kN, seed, 1.0f, stream);
+    fill_pattern(b, kN * kN, 0.5f, -seed, stream);
+    gb::check_cuda(cudaGetLastError(), "fill_pattern launch");
+  }
+  std::vector<float> result() {
+    std::vector<float> out(kN * kN);
+    gb::check_cuda(cudaMemcpyAsync(out.data(), c, out.size() * sizeof(float), cudaMemcpyDeviceToHost, stream),
+                   "cudaMemcpyAsync");
+    gb::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    return out;
+  }
+};
+
+// C = A * B in double on the host, with A and B from fill().
+double max_gemm_error(const std::vector<float>& c, float seed) {
+  double worst = 0;
+  for (int col = 0; col < kN; ++col) {
+    for (int row = 0; row < kN; ++row) {
+      double ref = 0, magnitude = 0;  // error relative to the terms' size, not the (maybe cancelling) sum
+      for (int k = 0; k < kN; ++k) {
+        double term = double(pattern(row + k * kN, seed, 1.0f)) * double(pattern(k + col * kN, 0.5f, -seed));
+        ref += term;
+        magnitude += std::abs(term);
+      }
+      worst = std::max(worst, std::abs(ref - c[row + col * kN]) / (magnitude + 1.0));
+    }
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_F(GpuHandles, CublasHandlesAreBoundToTheCallersStreamAndComputeCorrectly) {
+  churn([](int device, int id, std::barrier<>& together) {
+    DeviceBuffers buf;
+    float seed = 0.25f * static_cast<float>(id);
+    buf.fill(seed);
+    cublasHandle_t h = gh::current_cublas_handle(device, buf.stream);
+    cudaStream_t bound = nullptr;
+    gb::check_cublas(cublasGetStream(h, &bound), "cublasGetStream");
+    EXPECT_EQ(bound, buf.stream);
+    together.arrive_and_wait();  // every thread holds a handle now
+    const float one = 1.0f, zero = 0.0f;
+    gb::check_cublas(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, kN, kN, kN, &one, buf.a, kN, buf.b, kN, &zero, buf.c, kN),
+                     "cublasSgemm");
+    EXPECT_LT(max_gemm_error(buf.result(), seed), 1e-4);
+  });
+  expect_bounded(gh::cublas_pool());
+}
+
+TEST_F(GpuHandles, ChangingStreamsRebindsTheHandle) {
+  int device = 0;
+  gb::check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  DeviceBuffers one, two;
+  cublasHandle_t h1 = gh::current_cublas_handle(device, one.stream);
+  cublasHandle_t h2 = gh::current_cublas_handle(device, two.stream);
+  EXPECT_EQ(h1, h2);
+  cudaStream_t bound = nullptr;
+  gb::check_cublas(cublasGetStream(h2, &bound), "cublasGetStream");
+  EXPECT_EQ(bound, two.stream);
+}
+
+TEST_F(GpuHandles, CublasLtHandlesRunAMatmulFromManyThreads) {
+  churn([](int device, int id, std::barrier<>& together) {
+    DeviceBuffers buf;
+    float seed = 0.125f * static_cast<float>(id);
+    buf.fill(seed);
+    cublasLtHandle_t h = gh::current_cublaslt_handle(device);
+    together.arrive_and_wait();
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t layout = nullptr;
+    gb::check_cublas(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    gb::check_cublas(cublasLtMatrixLayoutCreate(&layout, CUDA_R_32F, kN, kN, kN), "cublasLtMatrixLayoutCreate");
+    const float one = 1.0f, zero = 0.0f;
+    gb::check_cublas(cublasLtMatmul(h, op, &one, buf.a, layout, buf.b, layout, &zero, buf.c, layout, buf.c, layout,
+                                    nullptr, nullptr, 0, buf.stream),
+                     "cublasLtMatmul");
+    EXPECT_LT(max_gemm_error(buf.result(), seed), 1e-4);
+    cublasLtMatrixLayoutDestroy(layout);
+    cublasLtMatmulDescDestroy(op);
+  });
+  expect_bounded(gh::cublaslt_pool());
+}
+
+TEST_F(GpuHandles, CudnnHandlesRunAnActivationFromManyThreads) {
+  churn([](int device, int id, std::barrier<>& together) {
+    DeviceBuffers buf;
+    float seed = 0.5f * static_cast<float>(id);
+    buf.fill(seed);  // b = 0.5 * pattern - seed: mixed signs
+    cudnnHandle_t h = gh::current_cudnn_handle(device, buf.stream);
+    together.arrive_and_wait();
+    cudnnTensorDescriptor_t desc = nullptr;
+    cudnnActivationDescriptor_t relu = nullptr;
+    gb::check_cudnn(cudnnCreateTensorDescriptor(&desc), "cudnnCreateTensorDescriptor");
+    gb::check_cudnn(cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, kN, kN),
+                    "cudnnSetTensor4dDescriptor");
+    gb::check_cudnn(cudnnCreateActivationDescriptor(&relu), "cudnnCreateActivationDescriptor");
+    gb::check_cudnn(cudnnSetActivationDescriptor(relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
+                    "cudnnSetActivationDescriptor");
+    const float one = 1.0f, zero = 0.0f;
+    gb::check_cudnn(cudnnActivationForward(h, relu, &one, desc, buf.b, &zero, desc, buf.c),
+                    "cudnnActivationForward");
+    auto out = buf.result();
+    for (int i = 0; i < kN * kN; ++i) {
+      ASSERT_FLOAT_EQ(out[i], std::max(0.0f, pattern(i, 0.5f, -seed))) << "element " << i;
+    }
+    cudnnDestroyActivationDescriptor(relu);
+    cudnnDestroyTensorDescriptor(desc);
+  });
+  expect_bounded(gh::cudnn_pool());
+}
+
+TEST_F(GpuHandles, ADeviceBeyondTheLastIsAClearError) {
+  try {
+    gh::cublas_pool().reserve(devices_);
+    FAIL();
+  } catch (const glassbox::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("device " + std::to_string(devices_) + " is out of range"),
+              std::string::npos)
+        << e.what();
+  }
+}

@@ -1,0 +1,162 @@
+// /metrics end to end: a real exporter on an ephemeral port, a handle-pool
+// churn workload, a real HTTP scrape, the text parsed back, and promtool's
+// linter run on the same scrape.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <barrier>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "glassbox/backend/fake_handle.hpp"
+#include "glassbox/error.hpp"
+#include "glassbox/exporters/prometheus_exporter.hpp"
+#include "glassbox/handle_pool/device_thread_handle_pool.hpp"
+#include "prometheus_text.hpp"
+
+namespace gb = glassbox::backend;
+namespace ge = glassbox::exporters;
+namespace gm = glassbox::metrics;
+using glassbox::testing::find_sample;
+using glassbox::testing::parse_prometheus_text;
+using Pool = glassbox::handle_pool::DeviceThreadHandlePool<gb::FakeHandleFactory>;
+
+namespace {
+
+std::string scrape(const ge::PrometheusExporter& exporter) {
+  httplib::Client client("127.0.0.1", exporter.port());
+  auto res = client.Get("/metrics");
+  if (!res) throw std::runtime_error("scrape failed: " + httplib::to_string(res.error()));
+  EXPECT_EQ(res->status, 200);
+  EXPECT_NE(res->get_header_value("Content-Type").find("text/plain"), std::string::npos);
+  return res->body;
+}
+
+// Rounds of `threads` fresh threads that each take a cuBLAS-like handle.
+void churn(Pool& pool, int rounds, int threads) {
+  for (int r = 0; r < rounds; ++r) {
+    std::barrier together(threads);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t) {
+      ts.emplace_back([&] {
+        pool.reserve(0);
+        together.arrive_and_wait();
+      });
+    }
+    for (auto& t : ts) t.join();
+  }
+}
+
+struct RunResult {
+  int status;
+  std::string output;
+};
+
+RunResult run(const std::string& command) {
+  RunResult r{-1, {}};
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.output.append(buf, n);
+  r.status = ::pclose(p);
+  return r;
+}
+
+}  // namespace
+
+TEST(MetricsHttp, ScrapeShowsTheHandlePoolsMetricsWithTheRightValues) {
+  gm::Registry registry;
+  ge::PrometheusExporter exporter({"127.0.0.1:0", &registry});
+  ASSERT_GT(exporter.port(), 0);
+  auto pool = Pool::create(gb::FakeHandleFactory("cublas"), registry);
+  churn(*pool, 50, 6);
+
+  auto samples = parse_prometheus_text(scrape(exporter));
+  const std::map<std::string, std::string> labels{{"library", "cublas"}, {"device", "0"}};
+  auto value = [&](const char* name) {
+    const auto* s = find_sample(samples, name, labels);
+    EXPECT_NE(s, nullptr) << name << " missing from the scrape";
+    return s ? s->value : -1;
+  };
+  EXPECT_EQ(value("glassbox_handles_created_total"), 6);
+  EXPECT_EQ(value("glassbox_handles_high_water_mark"), 6);
+  EXPECT_EQ(value("glassbox_handles_in_use"), 0);
+  EXPECT_EQ(value("glassbox_handles_available"), 6);
+  EXPECT_EQ(value("glassbox_handle_create_seconds_count"), 6);
+  const auto* inf = find_sample(samples, "glassbox_handle_create_seconds_bucket",
+                                {{"library", "cublas"}, {"device", "0"}, {"le", "+Inf"}});
+  ASSERT_NE(inf, nullptr);
+  EXPECT_EQ(inf->value, 6);
+}
+
+TEST(MetricsHttp, ScrapeSeesLiveValuesWhileThreadsHoldHandles) {
+  gm::Registry registry;
+  ge::PrometheusExporter exporter({"127.0.0.1:0", &registry});
+  auto pool = Pool::create(gb::FakeHandleFactory("cudnn"), registry);
+  std::barrier hold(4), release(4);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 3; ++t) {
+    ts.emplace_back([&] {
+      pool->reserve(0);
+      hold.arrive_and_wait();
+      release.arrive_and_wait();
+    });
+  }
+  hold.arrive_and_wait();
+  auto samples = parse_prometheus_text(scrape(exporter));
+  release.arrive_and_wait();
+  for (auto& t : ts) t.join();
+  const auto* in_use = find_sample(samples, "glassbox_handles_in_use", {{"library", "cudnn"}});
+  ASSERT_NE(in_use, nullptr);
+  EXPECT_EQ(in_use->value, 3);
+}
+
+TEST(MetricsHttp, PromtoolLintsTheScrapeCleanly) {
+  const std::string promtool = GLASSBOX_PROMTOOL;
+  ASSERT_FALSE(promtool.empty() || promtool.ends_with("NOTFOUND"))
+      << "promtool not found at configure time; run scripts/install-deps (Debian package 'prometheus')";
+  gm::Registry registry;
+  ge::PrometheusExporter exporter({"127.0.0.1:0", &registry});
+  auto pool = Pool::create(gb::FakeHandleFactory("cublaslt"), registry);
+  churn(*pool, 5, 3);
+  auto path = std::filesystem::temp_directory_path() / ("glassbox-scrape-" + std::to_string(::getpid()) + ".txt");
+  std::ofstream(path) << scrape(exporter);
+  RunResult r = run(promtool + " check metrics < " + path.string());
+  std::filesystem::remove(path);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output, "") << "promtool lint complaints:\n" << r.output;
+}
+
+TEST(MetricsHttp, BadAddressesAreClearErrors) {
+  for (const char* bad : {"localhost", "127.0.0.1:99999", ":9464", "1.2.3.4:port"}) {
+    try {
+      ge::validate_listen_address(bad, "GLASSBOX_METRICS_ADDR");
+      FAIL() << bad;
+    } catch (const glassbox::ConfigError& e) {
+      std::string m = e.what();
+      EXPECT_NE(m.find(std::string("GLASSBOX_METRICS_ADDR='") + bad + "'"), std::string::npos) << m;
+      EXPECT_NE(m.find("HOST:PORT"), std::string::npos) << m;
+    }
+  }
+  EXPECT_NO_THROW(ge::validate_listen_address("[::1]:0", "x"));
+  ::setenv("GLASSBOX_METRICS_ADDR", "nope", 1);
+  EXPECT_THROW(ge::PrometheusOptions::from_env(), glassbox::ConfigError);
+  ::setenv("GLASSBOX_METRICS_ADDR", "127.0.0.1:19464", 1);
+  EXPECT_EQ(ge::PrometheusOptions::from_env().address, "127.0.0.1:19464");
+  ::unsetenv("GLASSBOX_METRICS_ADDR");
+  EXPECT_EQ(ge::PrometheusOptions::from_env().address, "127.0.0.1:9464");
+}
+
+TEST(MetricsHttp, APortInUseIsAClearError) {
+  gm::Registry registry;
+  ge::PrometheusExporter first({"127.0.0.1:0", &registry});
+  const std::string taken = "127.0.0.1:" + std::to_string(first.port());
+  try {
+    ge::PrometheusExporter second({taken, &registry});
+    FAIL() << "second exporter bound the same port";
+  } catch (const glassbox::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot listen on " + taken), std::string::npos) << e.what();
+  }
+}
