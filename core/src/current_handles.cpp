@@ -17,8 +17,7 @@ Pool& leaked_pool() {
   return **p;
 }
 
-// The handle and stream a thread last bound on a device; when both match,
-// the binding is already in place.
+// Which stream each of a thread's handles (one per device) is bound to.
 template <class Handle>
 struct Binding {
   Handle handle = nullptr;
@@ -26,12 +25,15 @@ struct Binding {
   bool bound = false;
 };
 
+// The thread's last (device, stream) -> handle answer. Valid for the thread's
+// whole life: the process-wide pools never take a lent handle back, and the
+// handle stays bound to that stream until this thread asks for another.
 template <class Handle>
-Binding<Handle>& binding(std::vector<Binding<Handle>>& per_device, int device) {
-  auto d = static_cast<std::size_t>(device);
-  if (per_device.size() <= d) per_device.resize(d + 1);
-  return per_device[d];
-}
+struct LastAnswer {
+  int device = -1;
+  cudaStream_t stream = nullptr;
+  Handle handle = nullptr;
+};
 
 std::size_t parse_workspace_config(const std::string& v) {
   // ":SIZE_KiB:COUNT" repeated, e.g. ":4096:8" or ":4096:2:16:8".
@@ -83,30 +85,63 @@ std::size_t cublas_workspace_bytes() {
   return bytes;
 }
 
-cublasHandle_t current_cublas_handle(int device, cudaStream_t stream) {
-  thread_local std::vector<Binding<cublasHandle_t>> bindings;
-  cublasHandle_t h = cublas_pool().reserve(device);
-  Binding<cublasHandle_t>& b = binding(bindings, device);
-  if (b.bound && b.handle == h && b.stream == stream) [[likely]] return h;
+namespace {
+
+thread_local constinit LastAnswer<cublasHandle_t> tl_last_cublas;
+thread_local constinit LastAnswer<cudnnHandle_t> tl_last_cudnn;
+
+void bind_cublas(cublasHandle_t h, cudaStream_t stream, int device) {
   backend::DeviceGuard guard(device);
   backend::check_cublas(cublasSetStream(h, stream), "cublasSetStream");
   // cublasSetStream drops any user workspace, so set ours after it.
   backend::check_cublas(cublasSetWorkspace(h, workspace_for(h, stream, device), cublas_workspace_bytes()),
                         "cublasSetWorkspace");
-  b = {h, stream, true};
+}
+
+void bind_cudnn(cudnnHandle_t h, cudaStream_t stream, int) {
+  backend::check_cudnn(cudnnSetStream(h, stream), "cudnnSetStream");
+}
+
+// Reserves the thread's handle for `device` and binds it to `stream` unless
+// it already is; remembers the answer for the next call's fast path.
+template <class Handle, class Pool, class Bind>
+Handle reserve_bound(Pool& pool, int device, cudaStream_t stream, LastAnswer<Handle>& last, Bind bind) {
+  thread_local std::vector<Binding<Handle>> bindings;
+  Handle h = pool.reserve(device);
+  auto d = static_cast<std::size_t>(device);
+  if (bindings.size() <= d) bindings.resize(d + 1);
+  Binding<Handle>& b = bindings[d];
+  if (!b.bound || b.handle != h || b.stream != stream) {
+    bind(h, stream, device);
+    b = {h, stream, true};
+  }
+  last = {device, stream, h};
   return h;
+}
+
+// Out of line, so the fast paths below stay leaves with no register spills.
+[[gnu::noinline]] cublasHandle_t cublas_slow(int device, cudaStream_t stream) {
+  return reserve_bound(cublas_pool(), device, stream, tl_last_cublas, bind_cublas);
+}
+
+[[gnu::noinline]] cudnnHandle_t cudnn_slow(int device, cudaStream_t stream) {
+  return reserve_bound(cudnn_pool(), device, stream, tl_last_cudnn, bind_cudnn);
+}
+
+}  // namespace
+
+cublasHandle_t current_cublas_handle(int device, cudaStream_t stream) {
+  const auto& last = tl_last_cublas;
+  if (last.handle != nullptr && last.device == device && last.stream == stream) [[likely]] return last.handle;
+  return cublas_slow(device, stream);
 }
 
 cublasLtHandle_t current_cublaslt_handle(int device) { return cublaslt_pool().reserve(device); }
 
 cudnnHandle_t current_cudnn_handle(int device, cudaStream_t stream) {
-  thread_local std::vector<Binding<cudnnHandle_t>> bindings;
-  cudnnHandle_t h = cudnn_pool().reserve(device);
-  Binding<cudnnHandle_t>& b = binding(bindings, device);
-  if (b.bound && b.handle == h && b.stream == stream) [[likely]] return h;
-  backend::check_cudnn(cudnnSetStream(h, stream), "cudnnSetStream");
-  b = {h, stream, true};
-  return h;
+  const auto& last = tl_last_cudnn;
+  if (last.handle != nullptr && last.device == device && last.stream == stream) [[likely]] return last.handle;
+  return cudnn_slow(device, stream);
 }
 
 }  // namespace glassbox::handle_pool

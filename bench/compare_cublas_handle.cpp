@@ -1,0 +1,19 @@
+// glassbox's side of the warm cuBLAS handle comparison, with the same timing
+// method as bench/torch/cublas_handle_torch.cpp: current_cublas_handle() on
+// the default stream, as getCurrentCUDABlasHandle() is on PyTorch's.
+#include "glassbox/backend/cuda_check.hpp"
+#include "glassbox/handle_pool/current_handles.hpp"
+#include "torch/timing.hpp"
+
+int main() {
+  if (glassbox::backend::cuda_device_count() == 0) {
+    std::fprintf(stderr, "glassbox-compare-cublas-handle: no CUDA device\n");
+    return 0;
+  }
+  const long calls = glassbox::compare::calibrate([] { return glassbox::handle_pool::current_cublas_handle(0, nullptr); });
+  for (int threads : {1, 2, 4, 8, 16}) {
+    double rate = glassbox::compare::median_calls_per_second(
+        [] { return glassbox::handle_pool::current_cublas_handle(0, nullptr); }, threads, calls);
+    glassbox::compare::report("glassbox", "cublas_handle_warm", threads, rate);
+  }
+}
