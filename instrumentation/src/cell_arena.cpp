@@ -23,7 +23,9 @@ struct Arena {
   std::mutex mu;  // guards everything below
   std::vector<ThreadCells*> threads;
   std::vector<std::uint64_t> retired = std::vector<std::uint64_t>(kMaxCells, 0);
-  std::vector<CellKind> kinds = std::vector<CellKind>(kMaxCells, CellKind::u64);
+  // Written once per cell when it is allocated, without `mu`: allocation runs
+  // under family locks, which snapshots take after `mu` (lock order).
+  std::vector<std::atomic<CellKind>> kinds = std::vector<std::atomic<CellKind>>(kMaxCells);
   std::atomic<std::size_t> next{0};
 };
 
@@ -37,7 +39,7 @@ void fold_into_retired(Arena& a, const Chunk& chunk, std::size_t base) {
     std::uint64_t bits = chunk.cells[i].load(std::memory_order_relaxed);
     if (bits == 0) continue;
     std::uint64_t& r = a.retired[base + i];
-    if (a.kinds[base + i] == CellKind::f64) {
+    if (a.kinds[base + i].load(std::memory_order_acquire) == CellKind::f64) {
       r = std::bit_cast<std::uint64_t>(std::bit_cast<double>(r) + std::bit_cast<double>(bits));
     } else {
       r += bits;
@@ -81,8 +83,7 @@ CellId allocate_cells(std::size_t count, CellKind kind) {
     throw Error("glassbox metrics: cell arena full (" + std::to_string(kMaxCells) +
                 " cells); too many metric series were created");
   }
-  std::lock_guard lock(a.mu);
-  for (std::size_t i = 0; i < count; ++i) a.kinds[first + i] = kind;
+  for (std::size_t i = 0; i < count; ++i) a.kinds[first + i].store(kind, std::memory_order_release);
   return static_cast<CellId>(first);
 }
 
