@@ -17,6 +17,19 @@ std::uint64_t Counter::value() const {
 
 void Counter::read_locked(SeriesSnapshot& out) const { out.value = static_cast<double>(detail::sum_u64(cell_)); }
 
+UpDownCounter UpDownCounter::create(const Config&) {
+  return UpDownCounter(detail::allocate_cells(1, detail::CellKind::u64));
+}
+
+std::int64_t UpDownCounter::value() const {
+  auto lock = detail::lock_threads();
+  return static_cast<std::int64_t>(detail::sum_u64(cell_));
+}
+
+void UpDownCounter::read_locked(SeriesSnapshot& out) const {
+  out.value = static_cast<double>(static_cast<std::int64_t>(detail::sum_u64(cell_)));
+}
+
 Histogram Histogram::create(const Config& config) {
   std::size_t buckets = config.upper_bounds->size() + 1;
   detail::CellId first = detail::allocate_cells(buckets, detail::CellKind::u64);
@@ -91,6 +104,7 @@ const char* type_name(MetricType t) {
 
 bool same_config(const Family<Counter>&, const Counter::Config&) { return true; }
 bool same_config(const Family<Gauge>&, const Gauge::Config&) { return true; }
+bool same_config(const Family<UpDownCounter>&, const UpDownCounter::Config&) { return true; }
 bool same_config(const Family<Histogram>& f, const Histogram::Config& c) {
   return *f.config().upper_bounds == *c.upper_bounds;
 }
@@ -145,6 +159,11 @@ Family<Counter>& Registry::counter(std::string_view name, std::string_view help,
 
 Family<Gauge>& Registry::gauge(std::string_view name, std::string_view help, std::vector<std::string> labels) {
   return declare<Gauge>({std::string(name), std::string(help), std::move(labels)}, {});
+}
+
+Family<UpDownCounter>& Registry::up_down_counter(std::string_view name, std::string_view help,
+                                                 std::vector<std::string> labels) {
+  return declare<UpDownCounter>({std::string(name), std::string(help), std::move(labels)}, {});
 }
 
 Family<Histogram>& Registry::histogram(std::string_view name, std::string_view help, std::vector<std::string> labels,

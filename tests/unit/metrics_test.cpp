@@ -168,3 +168,21 @@ TEST(Metrics, ExponentialBuckets) {
   EXPECT_EQ(gm::exponential_buckets(1, 2, 4), (std::vector<double>{1, 2, 4, 8}));
   EXPECT_THROW(gm::exponential_buckets(0, 2, 4), glassbox::ConfigError);
 }
+
+TEST(Metrics, UpDownCounterSumsSignedSharesAcrossThreads) {
+  gm::Registry r;
+  gm::UpDownCounter active = r.up_down_counter("test_active_blocks", "blocks").with();
+  // Thread A takes 1000, thread B gives them back: A's share +1000, B's -1000.
+  std::thread([&] {
+    for (int i = 0; i < 1000; ++i) active.add(1);
+  }).join();
+  EXPECT_EQ(active.value(), 1000);
+  std::thread([&] {
+    for (int i = 0; i < 990; ++i) active.add(-1);
+  }).join();
+  EXPECT_EQ(active.value(), 10);
+  auto snap = r.snapshot();
+  EXPECT_EQ(gm::find_series(snap, "test_active_blocks")->value, 10);
+  EXPECT_EQ(snap[0].type, gm::MetricType::gauge);
+  EXPECT_THROW(r.gauge("test_active_blocks", "blocks"), glassbox::ConfigError);
+}

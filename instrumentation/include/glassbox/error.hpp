@@ -23,4 +23,10 @@ class BackendError : public Error {
   using Error::Error;
 };
 
+/// A memory request that could not be met even after freeing cached memory.
+class OutOfMemoryError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace glassbox

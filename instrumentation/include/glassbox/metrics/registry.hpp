@@ -13,6 +13,7 @@
 #include "glassbox/metrics/gauge.hpp"
 #include "glassbox/metrics/histogram.hpp"
 #include "glassbox/metrics/snapshot.hpp"
+#include "glassbox/metrics/up_down_counter.hpp"
 
 namespace glassbox::metrics {
 
@@ -32,6 +33,9 @@ class Registry {
   /// Counter names must end in `_total`.
   Family<Counter>& counter(std::string_view name, std::string_view help, std::vector<std::string> labels = {});
   Family<Gauge>& gauge(std::string_view name, std::string_view help, std::vector<std::string> labels = {});
+  /// A gauge whose updates are per-thread adds (see UpDownCounter).
+  Family<UpDownCounter>& up_down_counter(std::string_view name, std::string_view help,
+                                         std::vector<std::string> labels = {});
   Family<Histogram>& histogram(std::string_view name, std::string_view help, std::vector<std::string> labels,
                                std::vector<double> upper_bounds);
 

@@ -1,0 +1,67 @@
+#pragma once
+// What the cuDNN state wrapper reports, kept out of the templates: per
+// {device, state} metric series resolved once when a CudnnStates is built,
+// the timed per-state lock, and the NVTX range plus span around an execute.
+//
+// Series are shared by every CudnnStates on one registry, so two sets of
+// states on the same registry add up in one series.
+#include <cstddef>
+#include <mutex>
+#include <string>
+
+#include "glassbox/metrics/registry.hpp"
+#include "glassbox/nvtx/range.hpp"
+#include "glassbox/trace/span.hpp"
+
+namespace glassbox::cudnn {
+
+struct WorkspaceSeries {
+  metrics::Gauge bytes;       ///< glassbox_cudnn_workspace_bytes
+  metrics::Counter resizes;   ///< glassbox_cudnn_workspace_resizes_total
+};
+
+struct StateSeries {
+  metrics::Counter executions;   ///< glassbox_cudnn_state_executions_total
+  metrics::Histogram wait_seconds;  ///< glassbox_cudnn_state_wait_seconds (per-state lock)
+  WorkspaceSeries workspace;
+
+  static StateSeries resolve(metrics::Registry& registry, int device, int index);
+};
+
+/// Locks `mu` and observes how long that took into `wait_seconds`. Without
+/// contention it observes 0 and reads no clock.
+std::unique_lock<std::mutex> lock_timed(std::mutex& mu, const metrics::Histogram& wait_seconds);
+
+/// One state's NVTX range name, `glassbox.cudnn.execute[device=D,state=I]`,
+/// registered once, so Nsight tells the states apart at the cost of a pointer.
+class ExecuteRangeName {
+ public:
+  ExecuteRangeName(int device, int index);
+  ExecuteRangeName(const ExecuteRangeName&) = delete;  // name_ points into text_
+  ExecuteRangeName& operator=(const ExecuteRangeName&) = delete;
+  const nvtx::RegisteredName& get() const noexcept { return name_; }
+
+ private:
+  std::string text_;
+  nvtx::RegisteredName name_;
+};
+
+/// Brackets one CudnnState::execute on the calling thread and counts it.
+/// The NVTX range (category cudnn) encloses the event records, the waits and
+/// everything the closure enqueues, so Nsight projects it onto that work on
+/// the state's stream. The span `glassbox.cudnn.execute` carries
+/// glassbox.device, glassbox.cudnn.state and glassbox.cudnn.workspace_bytes;
+/// it times the host side only (enqueueing), not the GPU work.
+class ExecuteScope {
+ public:
+  ExecuteScope(const nvtx::RegisteredName& name, const StateSeries& series, int device, int index);
+  void succeeded(std::size_t workspace_bytes) noexcept;
+  /// Call from the handler of the closure's exception; the span ends as an error with its message.
+  void failed(std::size_t workspace_bytes) noexcept;
+
+ private:
+  nvtx::ScopedRange range_;
+  trace::Span span_;
+};
+
+}  // namespace glassbox::cudnn

@@ -1,0 +1,36 @@
+#pragma once
+// Settings of the caching host allocator, from GLASSBOX_HOST_ALLOC_CONF: a
+// comma list of key:value, as PYTORCH_CUDA_ALLOC_CONF. For example
+//   GLASSBOX_HOST_ALLOC_CONF=background_thread:true,size_classes:pow2x4,max_cached_bytes:8GiB
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "glassbox/host_allocator/size_classes.hpp"
+
+namespace glassbox::host_allocator {
+
+struct HostAllocatorConfig {
+  /// Process pending events on a background thread instead of in allocate().
+  bool background_thread = false;
+  SizeClassPolicy size_classes = SizeClassPolicy::pow2;
+  /// CUDA backend: malloc + cudaHostRegister instead of cudaHostAlloc, with
+  /// the pages first touched by `register_threads` threads (large blocks).
+  bool use_host_register = false;
+  int register_threads = 1;
+  /// Cap on bytes cached in the shared free lists; above it the least
+  /// recently freed blocks go back to the system. 0: no cap.
+  std::size_t max_cached_bytes = 0;
+  /// Free blocks each thread keeps per size class (0..8) so that a thread
+  /// re-using a size takes no shared lock. 0 disables the thread caches.
+  int thread_cache = 4;
+
+  /// Parses `text`; a bad key or value throws ConfigError naming `source`,
+  /// the key, the value and what is accepted.
+  static HostAllocatorConfig parse(std::string_view text, std::string_view source = "GLASSBOX_HOST_ALLOC_CONF");
+  /// GLASSBOX_HOST_ALLOC_CONF, or the defaults when unset.
+  static HostAllocatorConfig from_env();
+  std::string to_string() const;
+};
+
+}  // namespace glassbox::host_allocator

@@ -1,0 +1,36 @@
+#pragma once
+// What the caching host allocator needs from a device runtime: pinned host
+// memory, events recorded on streams, and stream capture state. Called only
+// on slow paths (a new block, a free with recorded streams, event polling),
+// so a virtual interface costs nothing measurable.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace glassbox::host_allocator {
+
+/// Opaque stream and event identities: a cudaStream_t / cudaEvent_t, or a
+/// sim backend object, as an integer.
+using StreamId = std::uintptr_t;
+using EventId = std::uintptr_t;
+
+class HostBackend {
+ public:
+  virtual ~HostBackend() = default;
+  /// Page-locked memory of `bytes`, or nullptr when the system is out of it.
+  /// Other failures throw glassbox::BackendError.
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void deallocate(void* ptr, std::size_t bytes) noexcept = 0;
+  /// An event recorded on `stream` (from a reusable pool).
+  virtual EventId record_event(StreamId stream) = 0;
+  /// Whether everything before the event on its stream has run.
+  virtual bool query_event(EventId event) = 0;
+  /// Gives the event back to the pool.
+  virtual void release_event(EventId event) noexcept = 0;
+  /// The calling thread's current stream.
+  virtual StreamId current_stream() const = 0;
+  virtual bool is_capturing(StreamId stream) const = 0;
+  virtual std::string name() const = 0;
+};
+
+}  // namespace glassbox::host_allocator

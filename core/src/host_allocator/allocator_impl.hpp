@@ -1,0 +1,179 @@
+#pragma once
+// The caching host allocator's insides, shared by its source files.
+//
+// Lock order (outer first): instance_mu; caches_mu; a thread cache's lock;
+// a pool's class lock, then its blocks_mu; a class record's mu; slow_mu.
+// events_mu and a block's lock are taken alone.
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "spin_lock.hpp"
+
+namespace glassbox::host_allocator {
+
+struct Block {
+  void* ptr = nullptr;
+  std::size_t size = 0;
+  std::uint32_t cls = 0;
+  PoolId pool;
+  detail::SpinLock lock;  // guards the four fields below
+  bool allocated = false;
+  bool captured = false;  // allocated while its stream was capturing
+  std::vector<StreamId> streams;
+  int event_count = 0;
+  std::uint64_t freed_tick = 0;  // guarded by its class lock while on a free list
+};
+
+struct FreeList {
+  std::mutex mu;
+  std::vector<Block*> blocks;
+};
+
+struct BlockPool {
+  explicit BlockPool(PoolId pool_id) : id(pool_id) {}
+  PoolId id;
+  std::array<FreeList, SizeClasses::kCount> classes;
+  std::mutex blocks_mu;
+  std::unordered_set<Block*> blocks;
+  std::unordered_map<void*, Block*> by_ptr;
+  std::mutex events_mu;
+  std::deque<std::pair<EventId, Block*>> events;  // newest at the front
+  std::atomic<std::int64_t> pending{0};           // events.size(), readable without events_mu
+};
+
+struct PrivatePool {
+  explicit PrivatePool(PoolId id) : blocks(id) {}
+  BlockPool blocks;
+  int use_count = 1;
+};
+
+// Metric series of one size class, resolved the first time the class is used.
+struct ClassMetrics {
+  metrics::Counter requests;
+  metrics::Counter hits;
+  metrics::UpDownCounter active_blocks;
+  metrics::UpDownCounter free_blocks;
+  metrics::UpDownCounter pending_blocks;
+  metrics::UpDownCounter active_bytes;
+};
+
+// Per class, over all pools. `active_*` count blocks out of the shared free
+// lists (in use, in a thread cache, or waiting on events).
+struct ClassRecord {
+  std::mutex mu;
+  Stat allocations;
+  Stat allocated_bytes;
+  Stat active_requests;
+  Stat active_bytes;
+  std::uint64_t requests_base = 0;  // counter values at the last reset
+  std::uint64_t hits_base = 0;
+  std::atomic<ClassMetrics*> metrics{nullptr};
+};
+
+// A thread's free blocks of the default pool, per class.
+struct ThreadCache {
+  static constexpr int kCapacity = 8;
+  struct Slot {
+    int count = 0;
+    Block* blocks[kCapacity];
+  };
+  detail::SpinLock lock;
+  std::array<Slot, SizeClasses::kCount> slots{};
+};
+
+struct Metrics {
+  metrics::Registry& registry;
+  metrics::Counter requested_bytes;
+  metrics::Counter rounded_bytes;
+  metrics::Gauge reserved_bytes;
+  metrics::UpDownCounter cached_bytes;
+  metrics::UpDownCounter pending_events;
+  metrics::Histogram backend_alloc_seconds;
+  metrics::Counter unrecyclable_captured;
+  metrics::Counter unrecyclable_record_failed;
+  explicit Metrics(metrics::Registry& r);
+  ClassMetrics* resolve(unsigned bucket);
+  std::mutex mu;
+  std::map<unsigned, std::unique_ptr<ClassMetrics>> by_bucket;
+};
+
+struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
+  Impl(std::shared_ptr<HostBackend> b, Options o);
+  ~Impl();
+
+  // allocate / free
+  Block* take_cached(BlockPool& pool, std::uint32_t cls);
+  Block* create_block(std::size_t size, std::uint32_t cls, BlockPool& pool);
+  void* backend_allocate_or_retry(std::size_t size, std::size_t rounded);
+  void on_allocated(Block* b, std::size_t size, bool hit, bool captured);
+  void return_free(Block* b);
+  void push_central(BlockPool& pool, Block* b);
+  void queue_events(Block* b, const std::vector<StreamId>& streams);
+  BlockPool& pool_of(const Block* b);
+  std::pair<BlockPool*, bool> pool_for_current_stream();
+
+  // events
+  void process_events(BlockPool& pool, std::int64_t size);
+  void start_background_thread();
+
+  // thread caches
+  ThreadCache* local_cache();
+  void retire_cache(ThreadCache& tc);
+  void drain_cache(ThreadCache& tc);
+
+  // freeing memory
+  void empty_cache();
+  void free_pool_blocks(BlockPool& pool);
+  void trim_to_cap();
+  void deallocate(Block* b);
+
+  ClassMetrics& class_metrics(std::uint32_t cls);
+
+  std::shared_ptr<HostBackend> backend;
+  HostAllocatorConfig config;
+  SizeClasses classes;
+  std::function<void(const std::string&)> warn;
+  Metrics m;
+  const std::uint64_t id;
+
+  BlockPool default_pool{PoolId{}};
+  std::array<ClassRecord, SizeClasses::kCount> records;
+  std::atomic<std::int64_t> central_free_bytes{0};
+  std::atomic<std::uint64_t> tick{0};
+  std::mutex trim_mu;
+
+  mutable std::shared_mutex instance_mu;  // guards the three below
+  std::map<PoolId, std::unique_ptr<PrivatePool>> private_pools;
+  std::map<PoolId, PrivatePool*> freeable_pools;
+  std::vector<std::pair<PoolId, std::function<bool(StreamId)>>> captures;
+  std::atomic<bool> captures_empty{true};
+  std::once_flag warned_private_outside_capture;
+
+  std::mutex caches_mu;
+  std::vector<std::shared_ptr<ThreadCache>> caches;
+
+  std::mutex slow_mu;  // guards the stats below
+  Stat allocations;
+  Stat allocated_bytes;
+  DurationStat host_alloc_time;
+  DurationStat host_free_time;
+
+  std::once_flag background_started;
+  std::atomic<bool> background_active{false};
+  std::mutex background_mu;
+  std::condition_variable background_cv;
+  std::thread background;
+};
+
+}  // namespace glassbox::host_allocator

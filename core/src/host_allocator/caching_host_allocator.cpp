@@ -1,0 +1,407 @@
+// allocate / free / record_stream and the pool selection for graph capture.
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <cstdio>
+
+#include "allocator_impl.hpp"
+#include "glassbox/error.hpp"
+#include "glassbox/nvtx/range.hpp"
+#include "glassbox/trace/span.hpp"
+
+namespace glassbox::host_allocator {
+
+namespace {
+
+std::uint64_t next_allocator_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1);
+}
+
+const nvtx::RegisteredName& backend_alloc_range() {
+  static const nvtx::RegisteredName name("glassbox.host_allocator.backend_alloc");
+  return name;
+}
+
+std::string pool_text(PoolId id) { return "(" + std::to_string(id.first) + "," + std::to_string(id.second) + ")"; }
+
+}  // namespace
+
+Metrics::Metrics(metrics::Registry& r)
+    : registry(r),
+      requested_bytes(r.counter("glassbox_host_requested_bytes_total", "Bytes asked of the host allocator").with()),
+      rounded_bytes(r.counter("glassbox_host_rounded_bytes_total",
+                              "Bytes handed out after rounding to a size class (minus requested = waste)")
+                        .with()),
+      reserved_bytes(r.gauge("glassbox_host_memory_reserved_bytes", "Pinned host bytes held, cached or in use").with()),
+      cached_bytes(r.up_down_counter("glassbox_host_memory_cached_bytes", "Pinned host bytes in free blocks").with()),
+      pending_events(r.up_down_counter("glassbox_host_pending_events",
+                                       "Events recorded on freed blocks and not yet seen complete (the backlog)")
+                         .with()),
+      backend_alloc_seconds(r.histogram("glassbox_host_backend_alloc_seconds",
+                                        "Time to get a new pinned block from the backend (the slow path)", {},
+                                        metrics::exponential_buckets(1e-6, 4, 12))
+                                .with()),
+      unrecyclable_captured(r.counter("glassbox_host_blocks_unrecyclable_total",
+                                      "Blocks kept out of reuse for good: used during graph capture, or an event "
+                                      "could not be recorded",
+                                      {"reason"})
+                                .with({"captured"})),
+      unrecyclable_record_failed(r.counter("glassbox_host_blocks_unrecyclable_total",
+                                           "Blocks kept out of reuse for good: used during graph capture, or an event "
+                                           "could not be recorded",
+                                           {"reason"})
+                                     .with({"event_record_failed"})) {}
+
+ClassMetrics* Metrics::resolve(unsigned bucket) {
+  std::lock_guard lock(mu);
+  auto& slot = by_bucket[bucket];
+  if (!slot) {
+    const std::string b = std::to_string(bucket);
+    auto& blocks = registry.up_down_counter("glassbox_host_blocks", "Pinned blocks by state", {"bucket", "state"});
+    slot = std::make_unique<ClassMetrics>(ClassMetrics{
+        registry.counter("glassbox_host_alloc_requests_total", "allocate() calls", {"bucket"}).with({b}),
+        registry.counter("glassbox_host_alloc_cache_hits_total", "allocate() calls served from a cache", {"bucket"})
+            .with({b}),
+        blocks.with({b, "active"}),
+        blocks.with({b, "free"}),
+        blocks.with({b, "pending_event"}),
+        registry.up_down_counter("glassbox_host_memory_active_bytes", "Pinned bytes in blocks in use", {"bucket"})
+            .with({b}),
+    });
+  }
+  return slot.get();
+}
+
+CachingHostAllocator::Impl::Impl(std::shared_ptr<HostBackend> b, Options o)
+    : backend(std::move(b)),
+      config(o.config),
+      classes(o.config.size_classes),
+      warn(o.warn ? std::move(o.warn) : [](const std::string& w) { std::fprintf(stderr, "glassbox: %s\n", w.c_str()); }),
+      m(*o.registry),
+      id(next_allocator_id()) {}
+
+ClassMetrics& CachingHostAllocator::Impl::class_metrics(std::uint32_t cls) {
+  ClassMetrics* cm = records[cls].metrics.load(std::memory_order_acquire);
+  if (cm == nullptr) [[unlikely]] {
+    cm = m.resolve(classes.bucket(cls));
+    records[cls].metrics.store(cm, std::memory_order_release);
+  }
+  return *cm;
+}
+
+CachingHostAllocator::CachingHostAllocator(std::shared_ptr<HostBackend> backend, Options options)
+    : impl_(std::make_shared<Impl>(std::move(backend), std::move(options))) {}
+
+CachingHostAllocator::~CachingHostAllocator() = default;
+
+const HostAllocatorConfig& CachingHostAllocator::config() const noexcept { return impl_->config; }
+
+std::size_t CachingHostAllocator::round_size(std::size_t size) const {
+  return size == 0 ? 0 : impl_->classes.size(impl_->classes.index(size));
+}
+
+HostAllocation CachingHostAllocator::allocate(std::size_t size) {
+  if (size == 0) return {};
+  Impl& a = *impl_;
+  if (size > SizeClasses::kMaxRequest) {
+    throw ConfigError("glassbox host allocator: allocate(" + std::to_string(size) + ") exceeds the largest request, " +
+                      std::to_string(SizeClasses::kMaxRequest) + " bytes");
+  }
+  std::uint32_t cls = a.classes.index(size);
+  BlockPool* pool = &a.default_pool;
+  bool capturing = false;
+  if (!a.captures_empty.load(std::memory_order_relaxed)) [[unlikely]] {
+    std::tie(pool, capturing) = a.pool_for_current_stream();
+  }
+  // With a background thread the default pool's events are polled there;
+  // private pools never have a thread (capture records no events anyway).
+  if ((!a.config.background_thread || pool != &a.default_pool) && pool->pending.load(std::memory_order_relaxed) > 0) {
+    a.process_events(*pool, -1);
+  }
+  Block* b = a.take_cached(*pool, cls);
+  bool hit = b != nullptr;
+  if (!hit) {
+    if (a.config.background_thread) a.start_background_thread();
+    b = a.create_block(size, cls, *pool);
+  }
+  a.on_allocated(b, size, hit, capturing);
+  return {b->ptr, b};
+}
+
+void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool hit, bool captured) {
+  {
+    std::lock_guard lock(b->lock);
+    b->allocated = true;
+    b->captured = captured;
+  }
+  ClassMetrics& cm = class_metrics(b->cls);
+  cm.requests.inc();
+  cm.active_blocks.add(1);
+  cm.active_bytes.add(static_cast<std::int64_t>(b->size));
+  if (hit) {
+    cm.hits.inc();
+    cm.free_blocks.add(-1);
+    m.cached_bytes.add(-static_cast<std::int64_t>(b->size));
+  }
+  m.requested_bytes.inc(size);
+  m.rounded_bytes.inc(b->size);
+}
+
+Block* CachingHostAllocator::Impl::take_cached(BlockPool& pool, std::uint32_t cls) {
+  if (&pool == &default_pool) {
+    if (ThreadCache* tc = local_cache()) {
+      std::lock_guard lock(tc->lock);
+      auto& slot = tc->slots[cls];
+      if (slot.count > 0) return slot.blocks[--slot.count];
+    }
+  }
+  FreeList& fl = pool.classes[cls];
+  std::lock_guard lock(fl.mu);
+  if (fl.blocks.empty()) return nullptr;
+  Block* b = fl.blocks.back();
+  fl.blocks.pop_back();
+  central_free_bytes.fetch_sub(static_cast<std::int64_t>(b->size), std::memory_order_relaxed);
+  ClassRecord& r = records[cls];
+  std::lock_guard stats(r.mu);
+  r.active_requests.increase(1);
+  r.active_bytes.increase(static_cast<std::int64_t>(b->size));
+  return b;
+}
+
+void* CachingHostAllocator::Impl::backend_allocate_or_retry(std::size_t size, std::size_t rounded) {
+  if (void* p = backend->allocate(rounded)) return p;
+  // Out of pinned memory: what events have freed and what the cache holds
+  // may be enough once handed back.
+  process_events(default_pool, -1);
+  empty_cache();
+  if (void* p = backend->allocate(rounded)) return p;
+  std::int64_t reserved, active = 0;
+  {
+    std::lock_guard lock(slow_mu);
+    reserved = allocated_bytes.current;
+  }
+  for (auto& r : records) {
+    std::lock_guard lock(r.mu);
+    active += r.active_bytes.current;
+  }
+  throw OutOfMemoryError("glassbox host allocator: out of pinned memory allocating " + std::to_string(size) +
+                         " bytes (rounded to " + std::to_string(rounded) + ") from the " + backend->name() +
+                         " backend; reserved " + std::to_string(reserved) + " bytes, cached " +
+                         std::to_string(central_free_bytes.load()) + ", active " + std::to_string(active) +
+                         "; empty_cache() was already tried and the allocation retried once. Free pinned "
+                         "buffers, or lower max_cached_bytes in GLASSBOX_HOST_ALLOC_CONF");
+}
+
+Block* CachingHostAllocator::Impl::create_block(std::size_t size, std::uint32_t cls, BlockPool& pool) {
+  const std::size_t rounded = classes.size(cls);
+  nvtx::ScopedRange range(backend_alloc_range(), nvtx::Category::host_allocator);
+  trace::Span span("glassbox.host_allocator.slow_path");
+  span.set_attribute("glassbox.size", size).set_attribute("glassbox.rounded_size", rounded);
+  span.set_attribute("glassbox.bucket", classes.bucket(cls));
+  auto t0 = std::chrono::steady_clock::now();
+  void* ptr = backend_allocate_or_retry(size, rounded);
+  std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+  m.backend_alloc_seconds.observe(took.count());
+
+  auto* b = new Block;
+  b->ptr = ptr;
+  b->size = rounded;
+  b->cls = cls;
+  b->pool = pool.id;
+  {
+    std::lock_guard lock(pool.blocks_mu);
+    pool.blocks.insert(b);
+    pool.by_ptr.emplace(ptr, b);
+  }
+  {
+    std::lock_guard lock(slow_mu);
+    allocations.increase(1);
+    allocated_bytes.increase(static_cast<std::int64_t>(rounded));
+    host_alloc_time.record(took.count() * 1e6);
+  }
+  ClassRecord& r = records[cls];
+  {
+    std::lock_guard lock(r.mu);
+    r.allocations.increase(1);
+    r.allocated_bytes.increase(static_cast<std::int64_t>(rounded));
+    r.active_requests.increase(1);
+    r.active_bytes.increase(static_cast<std::int64_t>(rounded));
+  }
+  m.reserved_bytes.add(static_cast<double>(rounded));
+  return b;
+}
+
+void CachingHostAllocator::free(void* ctx) {
+  if (ctx == nullptr) return;
+  Impl& a = *impl_;
+  auto* b = static_cast<Block*>(ctx);
+  std::vector<StreamId> streams;
+  bool captured;
+  {
+    std::lock_guard lock(b->lock);
+    b->allocated = false;
+    captured = b->captured;
+    if (!b->streams.empty()) {
+      streams.swap(b->streams);
+      b->event_count += static_cast<int>(streams.size());
+    }
+  }
+  ClassMetrics& cm = a.class_metrics(b->cls);
+  cm.active_blocks.add(-1);
+  cm.active_bytes.add(-static_cast<std::int64_t>(b->size));
+  if (streams.empty()) return a.return_free(b);
+  if (captured) {
+    // No event recorded during capture says when a graph replay is done
+    // with the block: it stays out of circulation for good.
+    cm.pending_blocks.add(1);
+    a.m.unrecyclable_captured.inc();
+    return;
+  }
+  a.queue_events(b, streams);
+}
+
+// Events are recorded outside every lock: recording may block on a driver
+// lock that a thread holding one of ours waits behind.
+void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<StreamId>& streams) {
+  std::vector<EventId> events;
+  events.reserve(streams.size());
+  std::exception_ptr failure;
+  try {
+    for (StreamId s : streams) events.push_back(backend->record_event(s));
+  } catch (...) {
+    failure = std::current_exception();
+    // Some stream's use of the block cannot be tracked: it may never be
+    // reused safely. The events that were recorded still drain normally.
+    m.unrecyclable_record_failed.inc();
+    std::lock_guard lock(b->lock);
+    b->event_count += 1 - static_cast<int>(streams.size() - events.size());  // keep one for good
+  }
+  class_metrics(b->cls).pending_blocks.add(1);
+  BlockPool& pool = pool_of(b);
+  {
+    std::lock_guard lock(pool.events_mu);
+    for (EventId e : events) pool.events.emplace_front(e, b);
+    pool.pending.fetch_add(static_cast<std::int64_t>(events.size()), std::memory_order_relaxed);
+  }
+  m.pending_events.add(static_cast<std::int64_t>(events.size()));
+  if (config.background_thread) background_cv.notify_one();
+  if (failure) std::rethrow_exception(failure);
+}
+
+void CachingHostAllocator::Impl::return_free(Block* b) {
+  ClassMetrics& cm = class_metrics(b->cls);
+  cm.free_blocks.add(1);
+  m.cached_bytes.add(static_cast<std::int64_t>(b->size));
+  if (b->pool == PoolId{}) {
+    if (ThreadCache* tc = local_cache()) {
+      std::lock_guard lock(tc->lock);
+      auto& slot = tc->slots[b->cls];
+      if (slot.count < config.thread_cache) {
+        slot.blocks[slot.count++] = b;
+        return;
+      }
+    }
+  }
+  push_central(pool_of(b), b);
+}
+
+void CachingHostAllocator::Impl::push_central(BlockPool& pool, Block* b) {
+  {
+    FreeList& fl = pool.classes[b->cls];
+    std::lock_guard lock(fl.mu);
+    b->freed_tick = tick.fetch_add(1, std::memory_order_relaxed);
+    fl.blocks.push_back(b);
+    ClassRecord& r = records[b->cls];
+    std::lock_guard stats(r.mu);
+    r.active_requests.decrease(1);
+    r.active_bytes.decrease(static_cast<std::int64_t>(b->size));
+  }
+  std::int64_t cached = central_free_bytes.fetch_add(static_cast<std::int64_t>(b->size)) + static_cast<std::int64_t>(b->size);
+  if (config.max_cached_bytes > 0 && cached > static_cast<std::int64_t>(config.max_cached_bytes)) trim_to_cap();
+}
+
+BlockPool& CachingHostAllocator::Impl::pool_of(const Block* b) {
+  if (b->pool == PoolId{}) return default_pool;
+  std::shared_lock lock(instance_mu);
+  return private_pools.at(b->pool)->blocks;
+}
+
+std::pair<BlockPool*, bool> CachingHostAllocator::Impl::pool_for_current_stream() {
+  std::shared_lock lock(instance_mu);
+  StreamId stream = backend->current_stream();
+  bool capturing = backend->is_capturing(stream);
+  for (auto& [pool_id, filter] : captures) {
+    if (!filter(stream)) continue;
+    if (!capturing) {
+      std::call_once(warned_private_outside_capture, [&, id = pool_id] {
+        warn("host allocator is allocating to private pool " + pool_text(id) +
+             " but the current stream is not capturing; private pools are meant for CUDA graph capture");
+      });
+    }
+    return {&private_pools.at(pool_id)->blocks, capturing};
+  }
+  return {&default_pool, capturing};
+}
+
+bool CachingHostAllocator::record_stream(void* ptr, void* ctx, StreamId stream) {
+  Impl& a = *impl_;
+  auto* b = static_cast<Block*>(ctx);
+  auto known = [&](BlockPool& pool) {
+    std::lock_guard lock(pool.blocks_mu);
+    if (b != nullptr) return pool.blocks.count(b) != 0;
+    auto it = pool.by_ptr.find(ptr);
+    if (it != pool.by_ptr.end()) b = it->second;
+    return b != nullptr;
+  };
+  bool found = known(a.default_pool);
+  if (!found) {
+    std::shared_lock lock(a.instance_mu);
+    for (auto& entry : a.private_pools) {
+      if ((found = known(entry.second->blocks))) break;
+    }
+  }
+  if (!found) return false;
+  std::lock_guard lock(b->lock);
+  if (!b->allocated) {
+    throw Error("glassbox host allocator: record_stream on a block that is not allocated (freed already?)");
+  }
+  if (std::find(b->streams.begin(), b->streams.end(), stream) == b->streams.end()) b->streams.push_back(stream);
+  return true;
+}
+
+void CachingHostAllocator::begin_allocate_to_pool(PoolId id, std::function<bool(StreamId)> filter) {
+  Impl& a = *impl_;
+  std::unique_lock lock(a.instance_mu);
+  for (auto& [pool_id, _] : a.captures) {
+    if (pool_id == id) throw Error("begin_allocate_to_pool: already allocating to pool " + pool_text(id));
+  }
+  auto it = a.private_pools.find(id);
+  if (it == a.private_pools.end()) {
+    a.private_pools.emplace(id, std::make_unique<PrivatePool>(id));
+  } else {
+    it->second->use_count++;
+    a.freeable_pools.erase(id);
+  }
+  a.captures.emplace_back(id, std::move(filter));
+  a.captures_empty.store(false, std::memory_order_relaxed);
+}
+
+void CachingHostAllocator::end_allocate_to_pool(PoolId id) {
+  Impl& a = *impl_;
+  std::unique_lock lock(a.instance_mu);
+  auto it = std::find_if(a.captures.begin(), a.captures.end(), [&](const auto& c) { return c.first == id; });
+  if (it == a.captures.end()) throw Error("end_allocate_to_pool: not allocating to pool " + pool_text(id));
+  a.captures.erase(it);
+  a.captures_empty.store(a.captures.empty(), std::memory_order_relaxed);
+}
+
+void CachingHostAllocator::release_pool(PoolId id) {
+  Impl& a = *impl_;
+  std::unique_lock lock(a.instance_mu);
+  auto it = a.private_pools.find(id);
+  if (it == a.private_pools.end()) throw Error("release_pool: no private pool " + pool_text(id));
+  if (--it->second->use_count == 0) a.freeable_pools.emplace(id, it->second.get());
+}
+
+}  // namespace glassbox::host_allocator

@@ -1,0 +1,114 @@
+// Pending events: polled in the seed's order, in allocate() or on a
+// background thread.
+#include <chrono>
+#include <optional>
+
+#include "allocator_impl.hpp"
+
+namespace glassbox::host_allocator {
+
+namespace {
+
+// Puts an entry back where the walk found it should go: the back (the oldest
+// end, seen first next time) or the front (behind the rest of this walk).
+void put_back(BlockPool& pool, std::pair<EventId, Block*> entry, bool at_back) {
+  std::lock_guard lock(pool.events_mu);
+  if (at_back) {
+    pool.events.push_back(entry);
+  } else {
+    pool.events.push_front(entry);
+  }
+}
+
+std::optional<std::pair<EventId, Block*>> pop_oldest(BlockPool& pool) {
+  std::lock_guard lock(pool.events_mu);
+  if (pool.events.empty()) return std::nullopt;
+  auto entry = pool.events.back();
+  pool.events.pop_back();
+  return entry;
+}
+
+}  // namespace
+
+// size == -1: walk from the oldest event and stop at the first that has not
+// completed (later ones are younger: most likely not complete either).
+// size >= 0: look only at blocks of that class, skipping the rest, and stop
+// once one block becomes free or every event has been looked at.
+void CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t size) {
+  std::size_t max_events;
+  {
+    std::lock_guard lock(pool.events_mu);
+    max_events = pool.events.size();
+  }
+  for (std::size_t seen = 0;; ++seen) {
+    auto entry = pop_oldest(pool);
+    if (!entry) return;
+    Block* b = entry->second;
+    if (size != -1) {
+      if (seen > max_events) return put_back(pool, *entry, false);
+      if (static_cast<std::size_t>(size) != b->size) {
+        put_back(pool, *entry, false);
+        continue;
+      }
+    }
+    bool done;
+    try {
+      done = backend->query_event(entry->first);
+    } catch (...) {
+      put_back(pool, *entry, true);  // nothing is lost; the next poll asks again
+      throw;
+    }
+    if (!done) {
+      put_back(pool, *entry, size == -1);
+      if (size == -1) return;
+      continue;
+    }
+    backend->release_event(entry->first);
+    pool.pending.fetch_sub(1, std::memory_order_relaxed);
+    m.pending_events.add(-1);
+    bool available;
+    {
+      std::lock_guard lock(b->lock);
+      available = --b->event_count == 0;
+    }
+    if (!available) continue;
+    class_metrics(b->cls).pending_blocks.add(-1);
+    class_metrics(b->cls).free_blocks.add(1);
+    m.cached_bytes.add(static_cast<std::int64_t>(b->size));
+    push_central(pool, b);
+    if (size != -1) return;
+  }
+}
+
+void CachingHostAllocator::process_events() { impl_->process_events(impl_->default_pool, -1); }
+
+void CachingHostAllocator::process_events_for_size(std::size_t size) {
+  if (size == 0) return;
+  impl_->process_events(impl_->default_pool, static_cast<std::int64_t>(round_size(size)));
+}
+
+// Polls the default pool every 100 us while events are pending, and sleeps
+// on a condition variable while none are.
+void CachingHostAllocator::Impl::start_background_thread() {
+  std::call_once(background_started, [this] {
+    background_active = true;
+    background = std::thread([this] {
+      std::unique_lock lock(background_mu);
+      while (background_active) {
+        if (default_pool.pending.load(std::memory_order_relaxed) == 0) {
+          background_cv.wait_for(lock, std::chrono::milliseconds(10));
+          continue;
+        }
+        lock.unlock();
+        try {
+          process_events(default_pool, -1);
+        } catch (...) {  // a failed query stays queued; allocate() will see it too
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        lock.lock();
+      }
+    });
+  });
+}
+
+}  // namespace glassbox::host_allocator

@@ -1,0 +1,76 @@
+// Per-thread caches of free blocks: found through a thread-local list keyed
+// by allocator id (an allocator may die before the thread, or the thread
+// before the allocator), drained into the shared lists at thread exit and by
+// empty_cache().
+#include <algorithm>
+
+#include "allocator_impl.hpp"
+
+namespace glassbox::host_allocator {
+
+namespace {
+
+struct LocalEntry {
+  std::uint64_t allocator_id;
+  std::weak_ptr<CachingHostAllocator::Impl> allocator;
+  std::shared_ptr<ThreadCache> cache;
+};
+
+struct LocalCaches {
+  std::vector<LocalEntry> entries;
+  ~LocalCaches();
+};
+
+thread_local constinit std::uint64_t tl_last_id = 0;
+thread_local constinit ThreadCache* tl_last = nullptr;
+thread_local constinit bool tl_exited = false;
+thread_local LocalCaches tl_caches;
+
+LocalCaches::~LocalCaches() {
+  tl_exited = true;
+  tl_last = nullptr;
+  tl_last_id = 0;
+  for (auto& e : entries) {
+    if (auto a = e.allocator.lock()) a->retire_cache(*e.cache);
+  }
+}
+
+}  // namespace
+
+ThreadCache* CachingHostAllocator::Impl::local_cache() {
+  if (tl_last_id == id) [[likely]] return tl_last;
+  if (config.thread_cache == 0 || tl_exited) return nullptr;
+  auto& entries = tl_caches.entries;
+  auto it = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.allocator_id == id; });
+  if (it == entries.end()) {
+    std::erase_if(entries, [](const auto& e) { return e.allocator.expired(); });
+    auto tc = std::make_shared<ThreadCache>();
+    {
+      std::lock_guard lock(caches_mu);
+      caches.push_back(tc);
+    }
+    entries.push_back({id, weak_from_this(), tc});
+    it = entries.end() - 1;
+  }
+  tl_last_id = id;
+  tl_last = it->cache.get();
+  return tl_last;
+}
+
+// Moves a cache's blocks to the shared free lists. Caller holds tc.lock.
+void CachingHostAllocator::Impl::drain_cache(ThreadCache& tc) {
+  for (auto& slot : tc.slots) {
+    while (slot.count > 0) push_central(default_pool, slot.blocks[--slot.count]);
+  }
+}
+
+void CachingHostAllocator::Impl::retire_cache(ThreadCache& tc) {
+  {
+    std::lock_guard lock(tc.lock);
+    drain_cache(tc);
+  }
+  std::lock_guard lock(caches_mu);
+  std::erase_if(caches, [&](const auto& c) { return c.get() == &tc; });
+}
+
+}  // namespace glassbox::host_allocator

@@ -1,0 +1,94 @@
+#include "glassbox/backend/sim_host_backend.hpp"
+
+#include <cstdlib>
+
+#include "glassbox/error.hpp"
+
+namespace glassbox::backend {
+
+namespace {
+thread_local SimStream* tl_current = nullptr;
+
+// Takes one injected fault if any are left.
+bool take_fault(std::atomic<int>& left) {
+  int n = left.load();
+  while (n > 0 && !left.compare_exchange_weak(n, n - 1)) {
+  }
+  return n > 0;
+}
+}  // namespace
+
+void SimHostBackend::set_current_stream(SimStream* s) noexcept { tl_current = s; }
+
+void* SimHostBackend::allocate(std::size_t bytes) {
+  if (take_fault(fail_allocations)) return nullptr;
+  std::lock_guard lock(mu_);
+  std::size_t cap = capacity_bytes.load();
+  if (cap != 0 && live_bytes_ + bytes > cap) return nullptr;
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (p == nullptr) return nullptr;
+  live_.emplace(p, bytes);
+  live_bytes_ += bytes;
+  ++allocations_;
+  return p;
+}
+
+void SimHostBackend::deallocate(void* ptr, std::size_t bytes) noexcept {
+  std::lock_guard lock(mu_);
+  live_.erase(ptr);
+  live_bytes_ -= bytes;
+  std::free(ptr);
+}
+
+host_allocator::EventId SimHostBackend::record_event(host_allocator::StreamId stream) {
+  if (take_fault(fail_records)) throw BackendError("sim backend: event record failed (injected)");
+  SimEvent e = reinterpret_cast<SimStream*>(stream)->record();
+  std::lock_guard lock(mu_);
+  events_.emplace(next_event_, e);
+  return next_event_++;
+}
+
+bool SimHostBackend::query_event(host_allocator::EventId event) {
+  if (take_fault(fail_queries)) throw BackendError("sim backend: event query failed (injected)");
+  SimEvent e;
+  {
+    std::lock_guard lock(mu_);
+    e = events_.at(event);
+  }
+  return e.query();
+}
+
+void SimHostBackend::release_event(host_allocator::EventId event) noexcept {
+  std::lock_guard lock(mu_);
+  events_.erase(event);
+}
+
+host_allocator::StreamId SimHostBackend::current_stream() const {
+  return reinterpret_cast<host_allocator::StreamId>(tl_current);
+}
+
+bool SimHostBackend::is_capturing(host_allocator::StreamId stream) const {
+  return stream != 0 && reinterpret_cast<SimStream*>(stream)->capturing();
+}
+
+std::size_t SimHostBackend::live_bytes() const {
+  std::lock_guard lock(mu_);
+  return live_bytes_;
+}
+std::size_t SimHostBackend::live_blocks() const {
+  std::lock_guard lock(mu_);
+  return live_.size();
+}
+std::size_t SimHostBackend::live_events() const {
+  std::lock_guard lock(mu_);
+  return events_.size();
+}
+std::size_t SimHostBackend::allocations() const {
+  std::lock_guard lock(mu_);
+  return allocations_;
+}
+
+SimStreamGuard::SimStreamGuard(SimStream& s) noexcept : previous_(tl_current) { tl_current = &s; }
+SimStreamGuard::~SimStreamGuard() { tl_current = previous_; }
+
+}  // namespace glassbox::backend
