@@ -1,0 +1,95 @@
+// 16 threads allocating, using on streams, and freeing at once (also blocks
+// allocated on one thread and freed on another). Run under ThreadSanitizer by
+// scripts/sanitize tsan. Totals must come out exact.
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <random>
+#include <thread>
+
+#include "glassbox/backend/sim_host_backend.hpp"
+#include "glassbox/host_allocator/caching_host_allocator.hpp"
+
+namespace gb = glassbox::backend;
+namespace gha = glassbox::host_allocator;
+namespace gm = glassbox::metrics;
+
+namespace {
+
+void stress(const char* conf) {
+  constexpr int kThreads = 16, kOps = 3000;
+  gm::Registry registry;
+  auto backend = std::make_shared<gb::SimHostBackend>();
+  gha::HostAllocatorOptions o;
+  o.config = gha::HostAllocatorConfig::parse(conf);
+  o.registry = &registry;
+  gha::CachingHostAllocator allocator(backend, o);
+  std::array<gb::SimStream, 4> streams{gb::SimStream(gb::SimStream::Mode::worker), gb::SimStream(gb::SimStream::Mode::worker),
+                                       gb::SimStream(gb::SimStream::Mode::worker), gb::SimStream(gb::SimStream::Mode::worker)};
+  std::mutex handoff_mu;
+  std::vector<gha::HostAllocation> handoff;  // allocated by one thread, freed by another
+  std::atomic<std::int64_t> requests{0};
+  std::barrier start(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<unsigned>(t));
+      std::vector<gha::HostAllocation> mine;
+      start.arrive_and_wait();
+      for (int i = 0; i < kOps; ++i) {
+        auto a = allocator.allocate(std::size_t{64} << (rng() % 6));
+        ++requests;
+        static_cast<char*>(a.ptr)[0] = static_cast<char>(t);  // the memory is really ours
+        if (rng() % 3 == 0) {
+          auto& s = streams[rng() % streams.size()];
+          s.enqueue([] {});
+          allocator.record_stream(a.ptr, a.ctx, gb::SimHostBackend::id(s));
+        }
+        if (rng() % 5 == 0) {
+          std::lock_guard lock(handoff_mu);
+          handoff.push_back(a);
+        } else {
+          mine.push_back(a);
+        }
+        if (mine.size() > 4) {
+          allocator.free(mine.front().ctx);
+          mine.erase(mine.begin());
+        }
+        std::lock_guard lock(handoff_mu);
+        if (!handoff.empty() && rng() % 2 == 0) {
+          allocator.free(handoff.back().ctx);
+          handoff.pop_back();
+        }
+      }
+      for (auto& a : mine) allocator.free(a.ctx);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& a : handoff) allocator.free(a.ctx);
+  for (auto& s : streams) s.synchronize();
+  allocator.process_events();
+
+  auto st = allocator.stats();
+  std::int64_t counted = 0, active = 0;
+  for (auto& c : st.classes) {
+    counted += c.requests;
+    active += c.active_requests.current;
+  }
+  EXPECT_EQ(counted, requests.load());
+  EXPECT_EQ(active, 0);
+  EXPECT_EQ(st.pending_events, 0);
+  EXPECT_EQ(static_cast<std::size_t>(st.allocations.current), backend->live_blocks());
+  EXPECT_EQ(st.cached_blocks, st.allocations.current);
+  allocator.empty_cache();
+  EXPECT_EQ(backend->live_blocks(), 0u);
+  EXPECT_EQ(backend->live_events(), 0u);
+  auto snap = registry.snapshot();
+  EXPECT_EQ(gm::find_series(snap, "glassbox_host_memory_reserved_bytes")->value, 0);
+  EXPECT_EQ(gm::find_series(snap, "glassbox_host_pending_events")->value, 0);
+}
+
+}  // namespace
+
+TEST(HostAllocatorStress, SixteenThreadsWithThreadCaches) { stress(""); }
+TEST(HostAllocatorStress, SixteenThreadsSharedListsOnly) { stress("thread_cache:0"); }
+TEST(HostAllocatorStress, SixteenThreadsWithABackgroundThread) { stress("background_thread:true"); }
