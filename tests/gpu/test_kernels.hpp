@@ -2,6 +2,8 @@
 // Device code the GPU tests use, compiled for sm_90 plus PTX.
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+
 namespace glassbox::testing {
 
 /// p[i] = scale * ((i * 7) % 13) + offset, on `stream`.
@@ -9,5 +11,13 @@ void fill_pattern(float* p, int n, float scale, float offset, cudaStream_t strea
 
 /// The same pattern on the host, for references.
 inline float pattern(int i, float scale, float offset) { return scale * static_cast<float>((i * 7) % 13) + offset; }
+
+}  // namespace glassbox::testing
+
+namespace glassbox::testing {
+
+/// Spins for about `cycles` GPU clock cycles, then copies `n` bytes from
+/// `src` (device-visible, e.g. mapped pinned memory) to `dst`, on `stream`.
+void spin_then_copy(const unsigned char* src, unsigned char* dst, std::size_t n, long long cycles, cudaStream_t stream);
 
 }  // namespace glassbox::testing

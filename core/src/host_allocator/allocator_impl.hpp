@@ -27,7 +27,9 @@ struct Block {
   std::size_t size = 0;
   std::uint32_t cls = 0;
   PoolId pool;
-  detail::SpinLock lock;  // guards the four fields below
+  // Guards the four fields below once the block is handed out (record_stream
+  // may come from another thread than free).
+  detail::SpinLock lock;
   bool allocated = false;
   bool captured = false;  // allocated while its stream was capturing
   std::vector<StreamId> streams;

@@ -130,11 +130,10 @@ HostAllocation CachingHostAllocator::allocate(std::size_t size) {
 }
 
 void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool hit, bool captured) {
-  {
-    std::lock_guard lock(b->lock);
-    b->allocated = true;
-    b->captured = captured;
-  }
+  // No lock: the block is on no list, so only this caller can see it until
+  // allocate() returns; record_stream and free come after, in its order.
+  b->allocated = true;
+  b->captured = captured;
   ClassMetrics& cm = class_metrics(b->cls);
   cm.requests.inc();
   cm.active_blocks.add(1);

@@ -1,0 +1,68 @@
+// The caching host allocator's CPU cost on the sim backend (no GPU): the
+// cached allocate+free pair from 1 to 16 threads, with and without thread
+// caches, and the record-event path. The CUDA side-by-side with PyTorch is
+// glassbox-compare-host-allocator, run on the GPU machine.
+#include <benchmark/benchmark.h>
+
+#include "bench_util.hpp"
+#include "glassbox/backend/sim_host_backend.hpp"
+#include "glassbox/host_allocator/caching_host_allocator.hpp"
+
+#include <map>
+#include <mutex>
+
+namespace gb = glassbox::backend;
+namespace gha = glassbox::host_allocator;
+
+namespace {
+
+constexpr std::size_t kBytes = 64 << 10;
+
+gha::CachingHostAllocator& allocator(const char* conf) {
+  static glassbox::metrics::Registry registry;
+  static std::map<std::string, std::unique_ptr<gha::CachingHostAllocator>> by_conf;
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  auto& a = by_conf[conf];
+  if (!a) {
+    gha::HostAllocatorOptions o;
+    o.config = gha::HostAllocatorConfig::parse(conf);
+    o.registry = &registry;
+    a = std::make_unique<gha::CachingHostAllocator>(std::make_shared<gb::SimHostBackend>(), o);
+  }
+  return *a;
+}
+
+void cached_pair(benchmark::State& state, const char* conf) {
+  auto& a = allocator(conf);
+  a.free(a.allocate(kBytes).ctx);  // warm: the block exists
+  for (auto _ : state) {
+    auto x = a.allocate(kBytes);
+    benchmark::DoNotOptimize(x.ptr);
+    a.free(x.ctx);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_CachedPair(benchmark::State& state) { cached_pair(state, ""); }
+void BM_CachedPairSharedListsOnly(benchmark::State& state) { cached_pair(state, "thread_cache:0"); }
+BENCHMARK(BM_CachedPair)->Apply(glassbox::bench::thread_sweep);
+BENCHMARK(BM_CachedPairSharedListsOnly)->Apply(glassbox::bench::thread_sweep);
+
+// allocate, use on a stream whose work is already done, free: one event
+// recorded, and polled complete by the next allocate.
+void BM_RecordEventPath(benchmark::State& state) {
+  auto& a = allocator("");
+  gb::SimStream stream;
+  for (auto _ : state) {
+    auto x = a.allocate(kBytes);
+    a.record_stream(x.ptr, x.ctx, gb::SimHostBackend::id(stream));
+    a.free(x.ctx);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RecordEventPath);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,39 @@
+// PyTorch's side of the pinned host allocator comparison:
+// at::getHostAllocator(at::kCUDA), the allocator behind pin_memory().
+#include <ATen/ATen.h>
+#include <ATen/core/CachingHostAllocator.h>
+#include <ATen/cuda/CUDAContext.h>
+
+#include "timing.hpp"
+
+namespace {
+constexpr std::size_t kBytes = 64 << 10;
+
+void* cached_pair() {
+  at::DataPtr p = at::getHostAllocator(at::kCUDA)->allocate(kBytes);
+  return p.get();
+}
+
+// allocate, mark used on a stream (records an event at free), free.
+void* record_event_path() {
+  thread_local c10::Stream stream = at::cuda::getStreamFromPool().unwrap();
+  auto* allocator = at::getHostAllocator(at::kCUDA);
+  at::DataPtr p = allocator->allocate(kBytes);
+  allocator->record_event(p.get(), p.get_context(), stream);
+  return p.get();
+}
+}  // namespace
+
+int main() {
+  at::ones({1}, at::device(at::kCUDA)).sum().item<float>();
+  namespace gc = glassbox::compare;
+  const long pair_calls = gc::calibrate(cached_pair);
+  for (int threads : {1, 2, 4, 8, 16}) {
+    gc::report("pytorch", "host_alloc_cached_pair", threads, gc::median_calls_per_second(cached_pair, threads, pair_calls));
+  }
+  const long record_calls = gc::calibrate(record_event_path);
+  for (int threads : {1, 4, 16}) {
+    gc::report("pytorch", "host_alloc_record_event", threads,
+               gc::median_calls_per_second(record_event_path, threads, record_calls));
+  }
+}

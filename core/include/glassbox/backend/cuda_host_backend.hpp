@@ -1,0 +1,63 @@
+#pragma once
+// The host allocator's CUDA backend: pinned memory from cudaHostAlloc (or
+// malloc + cudaHostRegister), events from a per-device pool of reusable
+// timing-free events, stream capture state from cudaStreamIsCapturing.
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "glassbox/host_allocator/host_backend.hpp"
+
+namespace glassbox::backend {
+
+class CudaHostBackend final : public host_allocator::HostBackend {
+ public:
+  /// `register_threads` threads touch a large block's pages before
+  /// cudaHostRegister pins it, when `use_host_register` is set.
+  CudaHostBackend(bool use_host_register, int register_threads);
+  ~CudaHostBackend() override;
+
+  static host_allocator::StreamId id(cudaStream_t s) noexcept { return reinterpret_cast<host_allocator::StreamId>(s); }
+  /// The calling thread's current stream for allocations (default: the legacy default stream).
+  static void set_current_stream(cudaStream_t s) noexcept;
+
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* ptr, std::size_t bytes) noexcept override;
+  host_allocator::EventId record_event(host_allocator::StreamId stream) override;
+  bool query_event(host_allocator::EventId event) override;
+  void release_event(host_allocator::EventId event) noexcept override;
+  host_allocator::StreamId current_stream() const override;
+  bool is_capturing(host_allocator::StreamId stream) const override;
+  std::string name() const override { return "cuda"; }
+
+ private:
+  void* allocate_registered(std::size_t bytes);
+
+  const bool use_host_register_;
+  const int register_threads_;
+  std::mutex mu_;
+  std::map<int, std::vector<cudaEvent_t>> free_events_;  // per device
+  std::map<cudaEvent_t, int> event_device_;
+};
+
+/// Makes `s` the calling thread's current stream for the CUDA host backend.
+class CudaStreamGuard {
+ public:
+  explicit CudaStreamGuard(cudaStream_t s) noexcept;
+  ~CudaStreamGuard();
+  CudaStreamGuard(const CudaStreamGuard&) = delete;
+  CudaStreamGuard& operator=(const CudaStreamGuard&) = delete;
+
+ private:
+  cudaStream_t previous_;
+};
+
+/// The process-wide pinned-memory allocator on the CUDA backend, configured
+/// from GLASSBOX_HOST_ALLOC_CONF. Never destroyed (pinned memory is returned
+/// by the driver at exit; freeing it during exit can crash).
+host_allocator::CachingHostAllocator& cuda_host_allocator();
+
+}  // namespace glassbox::backend

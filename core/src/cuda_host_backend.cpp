@@ -1,0 +1,143 @@
+#include "glassbox/backend/cuda_host_backend.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <unistd.h>
+
+#include "glassbox/backend/cuda_check.hpp"
+#include "glassbox/error.hpp"
+
+namespace glassbox::backend {
+
+namespace {
+thread_local cudaStream_t tl_stream = nullptr;
+
+// Below this, touching pages in parallel costs more than it saves.
+constexpr std::size_t kParallelTouchBytes = std::size_t{16} << 20;
+
+// First touch maps the pages; spreading it over threads spreads the faults.
+void touch_pages(char* p, std::size_t bytes, int threads) {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  std::size_t chunk = (bytes / static_cast<std::size_t>(threads) + page - 1) / page * page;
+  std::vector<std::thread> workers;
+  for (std::size_t start = 0; start < bytes; start += chunk) {
+    workers.emplace_back([=] {
+      for (std::size_t o = start; o < std::min(bytes, start + chunk); o += page) p[o] = 0;
+    });
+  }
+  for (auto& w : workers) w.join();
+}
+
+bool out_of_memory(cudaError_t e) {
+  if (e != cudaErrorMemoryAllocation) return false;
+  (void)cudaGetLastError();  // clear it: the allocator retries after freeing cache
+  return true;
+}
+}  // namespace
+
+CudaHostBackend::CudaHostBackend(bool use_host_register, int register_threads)
+    : use_host_register_(use_host_register), register_threads_(register_threads) {}
+
+CudaHostBackend::~CudaHostBackend() {
+  for (auto& [device, events] : free_events_) {
+    for (cudaEvent_t e : events) (void)cudaEventDestroy(e);
+  }
+}
+
+void CudaHostBackend::set_current_stream(cudaStream_t s) noexcept { tl_stream = s; }
+
+void* CudaHostBackend::allocate(std::size_t bytes) {
+  if (use_host_register_) return allocate_registered(bytes);
+  void* p = nullptr;
+  cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
+  if (out_of_memory(e)) return nullptr;
+  check_cuda(e, "cudaHostAlloc");
+  return p;
+}
+
+void* CudaHostBackend::allocate_registered(std::size_t bytes) {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  void* p = std::aligned_alloc(page, (bytes + page - 1) / page * page);
+  if (p == nullptr) return nullptr;
+  if (bytes >= kParallelTouchBytes && register_threads_ > 1) touch_pages(static_cast<char*>(p), bytes, register_threads_);
+  cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterDefault);
+  if (e != cudaSuccess) std::free(p);
+  if (out_of_memory(e)) return nullptr;
+  check_cuda(e, "cudaHostRegister");
+  return p;
+}
+
+void CudaHostBackend::deallocate(void* ptr, std::size_t) noexcept {
+  if (use_host_register_) {
+    (void)cudaHostUnregister(ptr);
+    std::free(ptr);
+  } else {
+    (void)cudaFreeHost(ptr);
+  }
+}
+
+host_allocator::EventId CudaHostBackend::record_event(host_allocator::StreamId stream) {
+  auto s = reinterpret_cast<cudaStream_t>(stream);
+  int device = 0;
+  check_cuda(cudaStreamGetDevice(s, &device), "cudaStreamGetDevice");
+  cudaEvent_t ev = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    auto& pool = free_events_[device];
+    if (!pool.empty()) {
+      ev = pool.back();
+      pool.pop_back();
+    }
+  }
+  if (ev == nullptr) {
+    DeviceGuard guard(device);
+    check_cuda(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    std::lock_guard lock(mu_);
+    event_device_[ev] = device;
+  }
+  cudaError_t e = cudaEventRecord(ev, s);
+  if (e != cudaSuccess) {
+    release_event(reinterpret_cast<host_allocator::EventId>(ev));
+    check_cuda(e, "cudaEventRecord");
+  }
+  return reinterpret_cast<host_allocator::EventId>(ev);
+}
+
+bool CudaHostBackend::query_event(host_allocator::EventId event) {
+  cudaError_t e = cudaEventQuery(reinterpret_cast<cudaEvent_t>(event));
+  if (e == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  check_cuda(e, "cudaEventQuery");
+  return true;
+}
+
+void CudaHostBackend::release_event(host_allocator::EventId event) noexcept {
+  auto ev = reinterpret_cast<cudaEvent_t>(event);
+  std::lock_guard lock(mu_);
+  free_events_[event_device_[ev]].push_back(ev);
+}
+
+host_allocator::StreamId CudaHostBackend::current_stream() const { return id(tl_stream); }
+
+bool CudaHostBackend::is_capturing(host_allocator::StreamId stream) const {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(reinterpret_cast<cudaStream_t>(stream), &status), "cudaStreamIsCapturing");
+  return status == cudaStreamCaptureStatusActive;
+}
+
+CudaStreamGuard::CudaStreamGuard(cudaStream_t s) noexcept : previous_(tl_stream) { tl_stream = s; }
+CudaStreamGuard::~CudaStreamGuard() { tl_stream = previous_; }
+
+host_allocator::CachingHostAllocator& cuda_host_allocator() {
+  static auto* a = [] {
+    host_allocator::HostAllocatorOptions o;
+    auto backend = std::make_shared<CudaHostBackend>(o.config.use_host_register, o.config.register_threads);
+    return new host_allocator::CachingHostAllocator(std::move(backend), o);
+  }();
+  return *a;
+}
+
+}  // namespace glassbox::backend
