@@ -40,9 +40,7 @@ CudaHostBackend::CudaHostBackend(bool use_host_register, int register_threads)
     : use_host_register_(use_host_register), register_threads_(register_threads) {}
 
 CudaHostBackend::~CudaHostBackend() {
-  for (auto& [device, events] : free_events_) {
-    for (cudaEvent_t e : events) (void)cudaEventDestroy(e);
-  }
+  for (auto& e : all_events_) (void)cudaEventDestroy(e->event);
 }
 
 void CudaHostBackend::set_current_stream(cudaStream_t s) noexcept { tl_stream = s; }
@@ -77,47 +75,52 @@ void CudaHostBackend::deallocate(void* ptr, std::size_t) noexcept {
   }
 }
 
+CudaHostBackend::PooledEvent* CudaHostBackend::take_event(int device) {
+  {
+    std::lock_guard lock(mu_);
+    if (static_cast<std::size_t>(device) >= free_events_.size()) free_events_.resize(static_cast<std::size_t>(device) + 1);
+    auto& pool = free_events_[static_cast<std::size_t>(device)];
+    if (!pool.empty()) {
+      PooledEvent* e = pool.back();
+      pool.pop_back();
+      return e;
+    }
+  }
+  DeviceGuard guard(device);
+  auto e = std::make_unique<PooledEvent>(PooledEvent{nullptr, device});
+  check_cuda(cudaEventCreateWithFlags(&e->event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  std::lock_guard lock(mu_);
+  all_events_.push_back(std::move(e));
+  return all_events_.back().get();
+}
+
 host_allocator::EventId CudaHostBackend::record_event(host_allocator::StreamId stream) {
   auto s = reinterpret_cast<cudaStream_t>(stream);
   int device = 0;
   check_cuda(cudaStreamGetDevice(s, &device), "cudaStreamGetDevice");
-  cudaEvent_t ev = nullptr;
-  {
-    std::lock_guard lock(mu_);
-    auto& pool = free_events_[device];
-    if (!pool.empty()) {
-      ev = pool.back();
-      pool.pop_back();
-    }
+  PooledEvent* e = take_event(device);
+  cudaError_t status = cudaEventRecord(e->event, s);
+  if (status != cudaSuccess) {
+    release_event(reinterpret_cast<host_allocator::EventId>(e));
+    check_cuda(status, "cudaEventRecord");
   }
-  if (ev == nullptr) {
-    DeviceGuard guard(device);
-    check_cuda(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-    std::lock_guard lock(mu_);
-    event_device_[ev] = device;
-  }
-  cudaError_t e = cudaEventRecord(ev, s);
-  if (e != cudaSuccess) {
-    release_event(reinterpret_cast<host_allocator::EventId>(ev));
-    check_cuda(e, "cudaEventRecord");
-  }
-  return reinterpret_cast<host_allocator::EventId>(ev);
+  return reinterpret_cast<host_allocator::EventId>(e);
 }
 
 bool CudaHostBackend::query_event(host_allocator::EventId event) {
-  cudaError_t e = cudaEventQuery(reinterpret_cast<cudaEvent_t>(event));
-  if (e == cudaErrorNotReady) {
+  cudaError_t status = cudaEventQuery(reinterpret_cast<PooledEvent*>(event)->event);
+  if (status == cudaErrorNotReady) {
     (void)cudaGetLastError();
     return false;
   }
-  check_cuda(e, "cudaEventQuery");
+  check_cuda(status, "cudaEventQuery");
   return true;
 }
 
 void CudaHostBackend::release_event(host_allocator::EventId event) noexcept {
-  auto ev = reinterpret_cast<cudaEvent_t>(event);
+  auto* e = reinterpret_cast<PooledEvent*>(event);
   std::lock_guard lock(mu_);
-  free_events_[event_device_[ev]].push_back(ev);
+  free_events_[static_cast<std::size_t>(e->device)].push_back(e);
 }
 
 host_allocator::StreamId CudaHostBackend::current_stream() const { return id(tl_stream); }

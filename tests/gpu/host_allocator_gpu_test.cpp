@@ -48,6 +48,8 @@ class HostAllocatorGpu : public ::testing::Test {
     gb::check_cuda(cudaGetLastError(), "spin_then_copy launch");
   }
   std::vector<unsigned char> what_the_kernel_read() {
+    // The stream is non-blocking: a plain cudaMemcpy would not wait for it.
+    gb::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     std::vector<unsigned char> out(kBytes);
     gb::check_cuda(cudaMemcpy(out.data(), device_, kBytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
     return out;

@@ -83,9 +83,12 @@ struct ClassRecord {
   std::atomic<ClassMetrics*> metrics{nullptr};
 };
 
-// A thread's free blocks of the default pool, per class.
+// A thread's free blocks of the default pool, per class. Only blocks up to
+// kMaxBlock: the per-pair cost matters for small staging buffers, and large
+// pinned blocks should not sit idle in one thread's cache.
 struct ThreadCache {
   static constexpr int kCapacity = 8;
+  static constexpr std::size_t kMaxBlock = std::size_t{1} << 20;
   struct Slot {
     int count = 0;
     Block* blocks[kCapacity];

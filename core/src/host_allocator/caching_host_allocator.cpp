@@ -148,7 +148,7 @@ void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool h
 }
 
 Block* CachingHostAllocator::Impl::take_cached(BlockPool& pool, std::uint32_t cls) {
-  if (&pool == &default_pool) {
+  if (&pool == &default_pool && classes.size(cls) <= ThreadCache::kMaxBlock) {
     if (ThreadCache* tc = local_cache()) {
       std::lock_guard lock(tc->lock);
       auto& slot = tc->slots[cls];
@@ -235,14 +235,17 @@ void CachingHostAllocator::free(void* ctx) {
   if (ctx == nullptr) return;
   Impl& a = *impl_;
   auto* b = static_cast<Block*>(ctx);
-  std::vector<StreamId> streams;
+  // Thread-local scratch: a free with streams allocates nothing once warm.
+  thread_local std::vector<StreamId> streams;
+  streams.clear();
   bool captured;
   {
     std::lock_guard lock(b->lock);
     b->allocated = false;
     captured = b->captured;
     if (!b->streams.empty()) {
-      streams.swap(b->streams);
+      streams.assign(b->streams.begin(), b->streams.end());
+      b->streams.clear();
       b->event_count += static_cast<int>(streams.size());
     }
   }
@@ -263,8 +266,8 @@ void CachingHostAllocator::free(void* ctx) {
 // Events are recorded outside every lock: recording may block on a driver
 // lock that a thread holding one of ours waits behind.
 void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<StreamId>& streams) {
-  std::vector<EventId> events;
-  events.reserve(streams.size());
+  thread_local std::vector<EventId> events;
+  events.clear();
   std::exception_ptr failure;
   try {
     for (StreamId s : streams) events.push_back(backend->record_event(s));
@@ -292,7 +295,7 @@ void CachingHostAllocator::Impl::return_free(Block* b) {
   ClassMetrics& cm = class_metrics(b->cls);
   cm.free_blocks.add(1);
   m.cached_bytes.add(static_cast<std::int64_t>(b->size));
-  if (b->pool == PoolId{}) {
+  if (b->pool == PoolId{} && b->size <= ThreadCache::kMaxBlock) {
     if (ThreadCache* tc = local_cache()) {
       std::lock_guard lock(tc->lock);
       auto& slot = tc->slots[b->cls];

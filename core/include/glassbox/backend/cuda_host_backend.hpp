@@ -4,7 +4,7 @@
 // timing-free events, stream capture state from cudaStreamIsCapturing.
 #include <cuda_runtime_api.h>
 
-#include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -36,11 +36,18 @@ class CudaHostBackend final : public host_allocator::HostBackend {
  private:
   void* allocate_registered(std::size_t bytes);
 
+  // An EventId points at one of these; they live as long as the backend.
+  struct PooledEvent {
+    cudaEvent_t event;
+    int device;
+  };
+  PooledEvent* take_event(int device);
+
   const bool use_host_register_;
   const int register_threads_;
   std::mutex mu_;
-  std::map<int, std::vector<cudaEvent_t>> free_events_;  // per device
-  std::map<cudaEvent_t, int> event_device_;
+  std::vector<std::vector<PooledEvent*>> free_events_;  // per device
+  std::vector<std::unique_ptr<PooledEvent>> all_events_;
 };
 
 /// Makes `s` the calling thread's current stream for the CUDA host backend.

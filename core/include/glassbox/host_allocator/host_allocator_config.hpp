@@ -22,7 +22,8 @@ struct HostAllocatorConfig {
   /// recently freed blocks go back to the system. 0: no cap.
   std::size_t max_cached_bytes = 0;
   /// Free blocks each thread keeps per size class (0..8) so that a thread
-  /// re-using a size takes no shared lock. 0 disables the thread caches.
+  /// re-using a size takes no shared lock; blocks up to 1 MiB only. 0
+  /// disables the thread caches.
   int thread_cache = 4;
 
   /// Parses `text`; a bad key or value throws ConfigError naming `source`,
