@@ -22,7 +22,9 @@
 
 namespace glassbox::host_allocator {
 
-struct Block {
+// Cache-line aligned: blocks of different threads are written on every
+// allocate/free pair and must not share a line.
+struct alignas(64) Block {
   void* ptr = nullptr;
   std::size_t size = 0;
   std::uint32_t cls = 0;
