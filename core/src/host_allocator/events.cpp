@@ -64,19 +64,21 @@ void CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t si
       continue;
     }
     backend->release_event(entry->first);
-    pool.pending.fetch_sub(1, std::memory_order_relaxed);
-    m.pending_events.add(-1);
     bool available;
     {
       std::lock_guard lock(b->lock);
       available = --b->event_count == 0;
     }
-    if (!available) continue;
-    class_metrics(b->cls).pending_blocks.add(-1);
-    class_metrics(b->cls).free_blocks.add(1);
-    m.cached_bytes.add(static_cast<std::int64_t>(b->size));
-    push_central(pool, b);
-    if (size != -1) return;
+    if (available) {
+      class_metrics(b->cls).pending_blocks.add(-1);
+      class_metrics(b->cls).free_blocks.add(1);
+      m.cached_bytes.add(static_cast<std::int64_t>(b->size));
+      push_central(pool, b);
+    }
+    // Last: once the backlog reads zero, every block it held is reusable.
+    pool.pending.fetch_sub(1, std::memory_order_release);
+    m.pending_events.add(-1);
+    if (available && size != -1) return;
   }
 }
 

@@ -49,6 +49,7 @@ HostStats CachingHostAllocator::stats() const {
     for (auto& tc : a.caches) {
       std::lock_guard tl(tc->lock);
       for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
+        if (tc->slots[c].count == 0) continue;  // also skips indices the policy never uses
         tc_blocks[c] += tc->slots[c].count;
         tc_bytes[c] += tc->slots[c].count * static_cast<std::int64_t>(a.classes.size(c));
       }
