@@ -1,0 +1,71 @@
+#pragma once
+// The backward engine: runs a graph of Nodes from root edges, as
+// torch::autograd::Engine does.
+//
+// Scheduling: every node runs on the ready queue of its device. CPU nodes run
+// on the thread that called execute; each other device has one worker thread,
+// started on first use and joined by ~Engine, so a device's nodes never run
+// concurrently with each other within one engine.
+//
+// Reentrancy: execute called from inside a node (checkpoint) does not block
+// its thread; the thread keeps serving its queue until the nested graph task
+// is done. Past max_stack_depth nested loops on one thread, the nested task's
+// loop continues on a pool thread with a fresh stack while the caller waits,
+// so deep nesting neither deadlocks nor overflows the stack.
+//
+// Thread-safety: execute may be called from any number of threads at once.
+// Destroy an engine only when no execute is running.
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "glassbox/autograd/edge.hpp"
+#include "glassbox/autograd/node.hpp"
+#include "glassbox/metrics/registry.hpp"
+
+namespace glassbox::autograd {
+
+struct EngineOptions {
+  /// Where metrics go; null means metrics::Registry::global(). Must outlive the engine.
+  metrics::Registry* registry = nullptr;
+  /// Nested backward loops one thread's stack holds before a pool thread takes over.
+  int max_stack_depth = 100;
+};
+
+class Engine {
+ public:
+  explicit Engine(EngineOptions options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// The process-wide engine (joined at static destruction).
+  static Engine& get_default();
+  /// The engine running the calling thread's current node, else get_default().
+  static Engine& current();
+
+  /// Backpropagates `grads` (one per root, shapes and devices as the roots
+  /// expect) through the graph. With `outputs` empty, every reachable node
+  /// runs and the result is empty; otherwise only nodes leading to an output
+  /// edge run, and the result holds the gradient arriving at each output edge
+  /// (undefined where none arrived). Without keep_graph, nodes free their
+  /// saved tensors as they run. Throws BackwardError naming the first node
+  /// that failed, glassbox::Error for bad arguments; the engine stays usable.
+  TensorList execute(const std::vector<Edge>& roots, TensorList grads, bool keep_graph,
+                     const std::vector<Edge>& outputs = {});
+
+  /// Runs `callback` on the thread that called execute, after every node of
+  /// the current backward pass succeeded. Call it from a node or hook;
+  /// elsewhere it throws glassbox::Error.
+  static void queue_callback(std::function<void()> callback);
+
+  /// Device worker threads started so far.
+  std::size_t device_threads() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace glassbox::autograd

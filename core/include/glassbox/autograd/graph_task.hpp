@@ -1,0 +1,75 @@
+#pragma once
+// The state of one Engine::execute: which nodes still wait for gradients,
+// how many queued tasks are unfinished, what to capture, the first error and
+// the callbacks to run at the end. Shared (shared_ptr) by every task queued
+// for it, so a worker never touches a freed task.
+//
+// Thread-safety: the atomics are read and written anywhere; everything under
+// "guarded by mu" needs mu; exec_info and the constants are written before
+// the first task is queued and only read afterwards.
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "glassbox/autograd/input_buffer.hpp"
+#include "glassbox/autograd/node.hpp"
+#include "glassbox/autograd/node_map.hpp"
+#include "glassbox/trace/span_context.hpp"
+
+namespace glassbox::autograd {
+
+class ReadyQueue;
+
+/// For a .grad()-style execute: whether a node must run, and which of its
+/// input slots are captured into which result.
+struct ExecInfo {
+  bool needed = false;
+  bool visited = false;  ///< seen by the search that sets `needed`
+  std::vector<std::pair<std::uint32_t, std::size_t>> captures;  ///< (slot, result index)
+};
+
+class GraphTask {
+ public:
+  GraphTask(bool keep, int depth, std::shared_ptr<ReadyQueue> queue, trace::SpanContext parent) noexcept
+      : keep_graph(keep), reentrant_depth(depth), cpu_queue(std::move(queue)), trace_parent(parent) {}
+
+  const bool keep_graph;
+  /// 0 for a backward called outside the engine, parent's + 1 when reentrant.
+  const int reentrant_depth;
+  /// The queue of the thread that called execute: CPU nodes run there, and
+  /// that thread is woken there when the task completes.
+  const std::shared_ptr<ReadyQueue> cpu_queue;
+  /// The execute span: parent of node spans on every thread.
+  const trace::SpanContext trace_parent;
+
+  /// Tasks queued and not yet finished; 0 means the graph task is done.
+  std::atomic<std::uint64_t> outstanding{0};
+  /// Set with the first error; later tasks are skipped.
+  std::atomic<bool> has_error{false};
+  /// Nodes run, counted only when the execute span is sampled (it reports it).
+  std::atomic<std::uint64_t> nodes_run{0};
+
+  /// Empty: run every reachable node. Otherwise only needed ones.
+  NodeMap<ExecInfo> exec_info;
+
+  std::mutex mu;
+  // guarded by mu:
+  NodeMap<int> dependencies;
+  std::unordered_map<const Node*, InputBuffer> not_ready;
+  TensorList captured;
+  std::exception_ptr error;
+  std::vector<std::function<void()>> final_callbacks;
+
+  bool done() const noexcept { return outstanding.load(std::memory_order_acquire) == 0; }
+  /// Keeps the first error (wrapped as BackwardError naming `node`).
+  void record_error(const char* node, std::exception_ptr e);
+};
+
+}  // namespace glassbox::autograd

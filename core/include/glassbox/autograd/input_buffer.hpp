@@ -1,0 +1,26 @@
+#pragma once
+// The gradients gathered for one node before it runs: one slot per input,
+// summing what arrives from every path (the join of a diamond).
+// Not thread-safe: the engine guards each buffer with its graph task's lock.
+#include <cstddef>
+#include <cstdint>
+
+#include "glassbox/autograd/node.hpp"
+
+namespace glassbox::autograd {
+
+class InputBuffer {
+ public:
+  InputBuffer() = default;
+  explicit InputBuffer(std::size_t slots) : grads_(slots) {}
+
+  /// Adds `grad` into `slot`, in place when no one else holds the slot's
+  /// tensor or its data. An undefined `grad` adds nothing.
+  void add(std::uint32_t slot, Tensor&& grad);
+  TensorList take() && { return std::move(grads_); }
+
+ private:
+  TensorList grads_;
+};
+
+}  // namespace glassbox::autograd

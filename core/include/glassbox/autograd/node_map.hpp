@@ -1,0 +1,69 @@
+#pragma once
+// A hash map from node address to a small value, for the per-backward
+// bookkeeping that touches every node once or twice (dependency counts).
+// Open addressing with linear probing in one array: no allocation per entry,
+// which std::unordered_map would make for each of a graph's nodes.
+// No erase; not thread-safe (its owner's lock guards it).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace glassbox::autograd {
+
+class Node;
+
+template <class V>
+class NodeMap {
+ public:
+  /// The value for `key`, value-initialised when new, and whether it is new.
+  std::pair<V*, bool> try_emplace(const Node* key) {
+    if ((size_ + 1) * 2 > slots_.size()) grow();
+    Slot& s = slots_[probe(key)];
+    bool fresh = s.key == nullptr;
+    if (fresh) {
+      s.key = key;
+      ++size_;
+    }
+    return {&s.value, fresh};
+  }
+
+  /// Null when absent.
+  V* find(const Node* key) { return const_cast<V*>(std::as_const(*this).find(key)); }
+  const V* find(const Node* key) const {
+    if (slots_.empty()) return nullptr;
+    const Slot& s = slots_[probe(key)];
+    return s.key ? &s.value : nullptr;
+  }
+
+  std::size_t size() const noexcept { return size_; }
+
+ private:
+  struct Slot {
+    const Node* key = nullptr;
+    V value{};
+  };
+
+  // The slot holding `key`, or the empty one where it would go.
+  std::size_t probe(const Node* key) const {
+    // Nodes are heap objects: the low bits carry no information.
+    auto h = static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(key) >> 4) * 0x9E3779B97F4A7C15ULL);
+    std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+      if (slots_[i].key == key || slots_[i].key == nullptr) return i;
+    }
+  }
+
+  void grow() {
+    std::vector<Slot> old = std::exchange(slots_, std::vector<Slot>(std::max<std::size_t>(16, slots_.size() * 2)));
+    for (Slot& s : old) {
+      if (s.key) slots_[probe(s.key)] = std::move(s);
+    }
+  }
+
+  std::vector<Slot> slots_;
+  std::size_t size_ = 0;
+};
+
+}  // namespace glassbox::autograd

@@ -1,0 +1,56 @@
+#pragma once
+// Node tasks waiting to run on one thread's or device's queue, highest
+// priority first: shutdown, then wake-ups, then deeper reentrant graph tasks
+// (so a nested backward finishes and unblocks its parent), then higher
+// sequence numbers.
+// Thread-safety: push and pop from any threads.
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "glassbox/autograd/engine_metrics.hpp"
+#include "glassbox/autograd/graph_task.hpp"
+#include "glassbox/autograd/input_buffer.hpp"
+
+namespace glassbox::autograd {
+
+struct NodeTask {
+  enum class Kind : std::uint8_t { run = 0, wake = 1, shutdown = 2 };
+
+  static NodeTask run(std::shared_ptr<GraphTask> g, std::shared_ptr<Node> node, InputBuffer inputs);
+  static NodeTask wake() { return of(Kind::wake); }
+  static NodeTask shutdown() { return of(Kind::shutdown); }
+  static NodeTask of(Kind kind) {
+    NodeTask t;
+    t.kind = kind;
+    return t;
+  }
+
+  Kind kind = Kind::run;
+  int depth = 0;
+  std::uint64_t sequence_nr = 0;
+  std::shared_ptr<GraphTask> graph_task;
+  std::shared_ptr<Node> node;
+  InputBuffer inputs;
+};
+
+class ReadyQueue {
+ public:
+  /// `metrics.queue_depth` follows the number of node tasks held.
+  explicit ReadyQueue(DeviceMetrics metrics) noexcept : metrics_(metrics) {}
+
+  void push(NodeTask task);
+  /// Blocks until a task is there.
+  NodeTask pop();
+  const DeviceMetrics& metrics() const noexcept { return metrics_; }
+
+ private:
+  DeviceMetrics metrics_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<NodeTask> heap_;
+};
+
+}  // namespace glassbox::autograd

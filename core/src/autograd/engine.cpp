@@ -1,0 +1,420 @@
+#include "glassbox/autograd/engine.hpp"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "glassbox/autograd/backward_error.hpp"
+#include "glassbox/autograd/grad_mode.hpp"
+#include "glassbox/autograd/ready_queue.hpp"
+#include "glassbox/error.hpp"
+#include "glassbox/nvtx/range.hpp"
+#include "glassbox/trace/context.hpp"
+#include "glassbox/trace/span.hpp"
+#include "reentrant_pool.hpp"
+
+namespace glassbox::autograd {
+
+namespace {
+
+// What the calling thread is doing inside an engine. Outside: all empty.
+struct ThreadState {
+  std::shared_ptr<ReadyQueue> queue;  // the queue this thread serves
+  int stack_depth = 0;                // run loops nested on this thread's stack
+  GraphTask* graph_task = nullptr;    // task of the node running now
+  Engine* engine = nullptr;
+};
+thread_local ThreadState tl;
+
+// Makes the calling thread a server of `queue` for one (possibly nested) run loop.
+class ServingScope {
+ public:
+  ServingScope(std::shared_ptr<ReadyQueue> queue, Engine& engine) noexcept : saved_(tl) {
+    tl.queue = std::move(queue);
+    tl.engine = &engine;
+    ++tl.stack_depth;
+  }
+  ~ServingScope() { tl = std::move(saved_); }
+  ServingScope(const ServingScope&) = delete;
+  ServingScope& operator=(const ServingScope&) = delete;
+
+ private:
+  ThreadState saved_;
+};
+
+// Makes `g` the calling thread's current graph task: where queue_callback
+// adds, and the parent of a nested execute.
+class CurrentTaskScope {
+ public:
+  explicit CurrentTaskScope(GraphTask& g) noexcept : saved_(tl.graph_task) { tl.graph_task = &g; }
+  ~CurrentTaskScope() { tl.graph_task = saved_; }
+  CurrentTaskScope(const CurrentTaskScope&) = delete;
+  CurrentTaskScope& operator=(const CurrentTaskScope&) = delete;
+
+ private:
+  GraphTask* saved_;
+};
+
+std::string describe_slot(const Edge& e) {
+  return "input " + std::to_string(e.input_nr) + " of '" + e.function->name() + "'";
+}
+
+// Every gradient must match the slot it feeds: a wrong one would be summed
+// into other gradients and fail far from its cause.
+void check_gradients(const char* producer, const std::vector<Edge>& edges, const TensorList& grads) {
+  if (grads.size() != edges.size()) {
+    throw Error(std::string(producer) + " produced " + std::to_string(grads.size()) + " gradients for " +
+                std::to_string(edges.size()) + " edges");
+  }
+  for (std::size_t i = 0; i < edges.size(); ++i) {
+    if (!edges[i].valid() || !grads[i].defined()) continue;
+    const InputMetadata& want = edges[i].function->input_metadata(edges[i].input_nr);
+    if (grads[i].shape() != want.shape) {
+      throw Error(std::string(producer) + " produced a gradient of shape " + grads[i].shape().str() + " for " +
+                  describe_slot(edges[i]) + ", which expects " + want.shape.str());
+    }
+    if (grads[i].device() != want.device) {
+      throw Error(std::string(producer) + " produced a gradient on device " + device_name(grads[i].device()) +
+                  " for " + describe_slot(edges[i]) + ", which expects device " + device_name(want.device));
+    }
+  }
+}
+
+bool should_run(const GraphTask& g, const Node* fn) {
+  if (g.exec_info.size() == 0) return true;
+  const ExecInfo* info = g.exec_info.find(fn);
+  return info != nullptr && (info->needed || !info->captures.empty());
+}
+
+// Counts, for every node reachable from the roots, the edges that lead into
+// it; returns the devices seen as a bit set (bit 0: cpu, bit d+1: device d).
+std::uint64_t compute_dependencies(GraphTask& g, const std::vector<Edge>& roots) {
+  std::uint64_t devices = 0;
+  // Reused: no user code runs during the search, so it never nests on a thread.
+  thread_local std::vector<const Node*> stack;
+  stack.clear();
+  auto count = [&](const Edge& e) {
+    if (!e.valid()) return;
+    auto [count_of, first] = g.dependencies.try_emplace(e.function.get());
+    ++*count_of;
+    if (first) stack.push_back(e.function.get());
+  };
+  for (const Edge& e : roots) count(e);
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    devices |= std::uint64_t{1} << (n->device() + 1);
+    for (const Edge& e : n->next_edges()) count(e);
+  }
+  return devices;
+}
+
+// Marks the nodes on a path from a root to an output edge (post-order DFS,
+// iterative so long chains do not overflow the stack).
+void compute_exec_info(GraphTask& g, const std::vector<Edge>& roots, const std::vector<Edge>& outputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].valid()) {
+      g.exec_info.try_emplace(outputs[i].function.get()).first->captures.emplace_back(outputs[i].input_nr, i);
+    }
+  }
+  struct Frame {
+    const Node* node;
+    std::size_t next;
+  };
+  thread_local std::vector<Frame> stack;  // reused, as in compute_dependencies
+  stack.clear();
+  auto visit = [&](const Edge& e) {
+    if (!e.valid()) return;
+    ExecInfo& info = *g.exec_info.try_emplace(e.function.get()).first;
+    if (!std::exchange(info.visited, true)) stack.push_back({e.function.get(), 0});
+  };
+  for (const Edge& e : roots) visit(e);
+  while (!stack.empty()) {
+    const Node* n = stack.back().node;
+    const std::vector<Edge>& edges = n->next_edges();
+    if (stack.back().next < edges.size()) {
+      visit(edges[stack.back().next++]);
+      continue;
+    }
+    stack.pop_back();
+    auto leads_on = [&](const Edge& e) { return e.valid() && should_run(g, e.function.get()); };
+    if (std::any_of(edges.begin(), edges.end(), leads_on)) {
+      g.exec_info.try_emplace(n).first->needed = true;
+    }
+  }
+}
+
+std::string device_list(std::uint64_t devices) {
+  std::string s;
+  for (int d = kCpu; d < kMaxDevices; ++d) {
+    if (devices & (std::uint64_t{1} << (d + 1))) s += (s.empty() ? "" : ",") + device_name(d);
+  }
+  return s;
+}
+
+void check_roots(const std::vector<Edge>& roots, const TensorList& grads) {
+  if (grads.size() != roots.size()) {
+    throw Error("backward got " + std::to_string(grads.size()) + " gradients for " + std::to_string(roots.size()) +
+                " roots");
+  }
+  for (std::size_t i = 0; i < roots.size(); ++i) {
+    if (!roots[i].valid()) {
+      throw Error("root " + std::to_string(i) + " does not require grad and has no grad_fn");
+    }
+  }
+  check_gradients("the root gradient list", roots, grads);
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  Impl(Engine& owner, const EngineOptions& options)
+      : self(owner),
+        registry(options.registry ? *options.registry : metrics::Registry::global()),
+        metrics(EngineMetrics::resolve(registry)),
+        max_stack_depth(options.max_stack_depth) {}
+
+  ~Impl() {
+    for (const auto& q : device_queues_owned) q->push(NodeTask::shutdown());
+    for (std::thread& t : workers) t.join();
+  }
+
+  ReadyQueue& device_queue(int device) {
+    if (ReadyQueue* q = device_queues[device].load(std::memory_order_acquire)) return *q;
+    std::lock_guard lock(workers_mu);
+    if (ReadyQueue* q = device_queues[device].load(std::memory_order_relaxed)) return *q;
+    auto q = std::make_shared<ReadyQueue>(DeviceMetrics::resolve(registry, device));
+    device_queues_owned.push_back(q);
+    workers.emplace_back([this, q] {
+      ServingScope serving(q, self);
+      run_until(nullptr, *q);
+    });
+    device_queues[device].store(q.get(), std::memory_order_release);
+    return *q;
+  }
+
+  ReadyQueue& queue_for(const GraphTask& g, int device) {
+    return device == kCpu ? *g.cpu_queue : device_queue(device);
+  }
+
+  // Adds each gradient to the buffer of the node its edge leads to and queues
+  // the nodes that have now received everything.
+  void route(const std::shared_ptr<GraphTask>& gp, const char* from, const std::vector<Edge>& edges,
+             TensorList&& grads) {
+    GraphTask& g = *gp;
+    std::lock_guard lock(g.mu);
+    for (std::size_t i = 0; i < edges.size(); ++i) {
+      const Edge& e = edges[i];
+      if (!e.valid() || !should_run(g, e.function.get())) continue;
+      const Node* fn = e.function.get();
+      int* dep = g.dependencies.find(fn);
+      if (dep == nullptr) {
+        throw Error(std::string("no dependency count for '") + fn->name() + "', reached from " + from +
+                    ": the graph changed while backward ran over it");
+      }
+      if (--*dep > 0) {
+        g.not_ready.try_emplace(fn, fn->num_inputs()).first->second.add(e.input_nr, std::move(grads[i]));
+        continue;
+      }
+      InputBuffer buffer(fn->num_inputs());
+      if (auto waiting = g.not_ready.find(fn); waiting != g.not_ready.end()) {
+        buffer = std::move(waiting->second);
+        g.not_ready.erase(waiting);
+      }
+      buffer.add(e.input_nr, std::move(grads[i]));
+      ReadyQueue& q = queue_for(g, fn->device());
+      g.outstanding.fetch_add(1, std::memory_order_relaxed);
+      q.push(NodeTask::run(gp, e.function, std::move(buffer)));
+    }
+  }
+
+  // Captures what a .grad()-style execute asked for; false when the node
+  // itself need not run.
+  static bool capture(GraphTask& g, const Node& node, const TensorList& grads) {
+    if (g.exec_info.size() == 0) return true;
+    const ExecInfo& info = *g.exec_info.find(&node);  // route queues only nodes that have one
+    if (!info.captures.empty()) {
+      std::lock_guard lock(g.mu);
+      for (auto [slot, index] : info.captures) g.captured[index] = grads[slot];
+    }
+    return info.needed;
+  }
+
+  void evaluate(const std::shared_ptr<GraphTask>& gp, Node& node, TensorList grads) {
+    GraphTask& g = *gp;
+    for (const Node::PreHook& hook : node.pre_hooks()) hook(grads);
+    if (!capture(g, node, grads)) return;
+    TensorList kept_for_hooks;
+    if (!node.post_hooks().empty()) kept_for_hooks = grads;
+    bool any = std::any_of(grads.begin(), grads.end(), [](const Tensor& t) { return t.defined(); });
+    TensorList results = any ? node.apply(std::move(grads)) : TensorList(node.next_edges().size());
+    check_gradients(node.name(), node.next_edges(), results);
+    if (!g.keep_graph) node.release_variables();
+    for (const Node::PostHook& hook : node.post_hooks()) hook(results, kept_for_hooks);
+    route(gp, node.name(), node.next_edges(), std::move(results));
+  }
+
+  void process(NodeTask& t, const ReadyQueue& q) {
+    GraphTask& g = *t.graph_task;
+    if (!g.has_error.load(std::memory_order_acquire)) {
+      Node& node = *t.node;
+      nvtx::ScopedRange range(node.name(), nvtx::Category::autograd);
+      std::optional<trace::ContextScope> parent;
+      std::optional<trace::Span> span;
+      if (g.trace_parent.sampled) {
+        parent.emplace(g.trace_parent);
+        span.emplace(node.name());
+        span->set_attribute("glassbox.device", node.device());
+      }
+      CurrentTaskScope current(g);
+      NoGradGuard no_grad;  // backward formulas record nothing (no double backward yet)
+      try {
+        evaluate(t.graph_task, node, std::move(t.inputs).take());
+      } catch (...) {
+        g.record_error(node.name(), std::current_exception());
+        if (span) span->set_status(trace::StatusCode::error, "backward failed");
+      }
+      q.metrics().nodes_executed.inc();
+      if (span) g.nodes_run.fetch_add(1, std::memory_order_relaxed);  // only the sampled span reports it
+    }
+    finish_one(g, q);
+  }
+
+  static void finish_one(GraphTask& g, const ReadyQueue& serving) {
+    // The owner waits on its own queue: wake it unless this thread is serving it.
+    if (g.outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1 && g.cpu_queue.get() != &serving) {
+      g.cpu_queue->push(NodeTask::wake());
+    }
+  }
+
+  void run_until(const GraphTask* g, ReadyQueue& q) {
+    while (g == nullptr || !g->done()) {
+      NodeTask t = q.pop();
+      if (t.kind == NodeTask::Kind::shutdown) return;
+      if (t.kind == NodeTask::Kind::run) process(t, q);
+    }
+  }
+
+  // Serves the owner's queue until `g` is done: on this thread, or on a pool
+  // thread (with a fresh stack) once this one is too deeply nested.
+  void run_owner(const std::shared_ptr<GraphTask>& g) {
+    if (tl.stack_depth < max_stack_depth) {
+      ServingScope serving(g->cpu_queue, self);
+      run_until(g.get(), *g->cpu_queue);
+      return;
+    }
+    std::promise<void> finished;
+    pool.submit([this, &g, &finished] {
+      {
+        ServingScope serving(g->cpu_queue, self);
+        run_until(g.get(), *g->cpu_queue);
+      }
+      finished.set_value();
+    });
+    finished.get_future().wait();
+  }
+
+  void run_final_callbacks(GraphTask& g) {
+    CurrentTaskScope current(g);  // callbacks may queue more callbacks
+    for (;;) {
+      std::vector<std::function<void()>> batch;
+      {
+        std::lock_guard lock(g.mu);
+        if (g.final_callbacks.empty()) return;
+        batch.swap(g.final_callbacks);
+      }
+      for (auto& callback : batch) callback();
+    }
+  }
+
+  Engine& self;
+  metrics::Registry& registry;
+  EngineMetrics metrics;
+  const int max_stack_depth;
+  std::array<std::atomic<ReadyQueue*>, kMaxDevices> device_queues{};
+  std::mutex workers_mu;
+  std::vector<std::shared_ptr<ReadyQueue>> device_queues_owned;
+  std::vector<std::thread> workers;
+  ReentrantPool pool;
+};
+
+Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>(*this, options)) {}
+Engine::~Engine() = default;
+
+Engine& Engine::get_default() {
+  static Engine engine;
+  return engine;
+}
+
+Engine& Engine::current() { return tl.engine ? *tl.engine : get_default(); }
+
+std::size_t Engine::device_threads() const {
+  std::lock_guard lock(impl_->workers_mu);
+  return impl_->workers.size();
+}
+
+void Engine::queue_callback(std::function<void()> callback) {
+  if (tl.graph_task == nullptr) throw Error("queue_callback outside a backward pass: call it from a node or hook");
+  std::lock_guard lock(tl.graph_task->mu);
+  tl.graph_task->final_callbacks.push_back(std::move(callback));
+}
+
+TensorList Engine::execute(const std::vector<Edge>& roots, TensorList grads, bool keep_graph,
+                           const std::vector<Edge>& outputs) {
+  auto start = std::chrono::steady_clock::now();
+  check_roots(roots, grads);
+  // Nothing to capture: a selective run with no output edges would run nothing.
+  if (!outputs.empty() && std::none_of(outputs.begin(), outputs.end(), [](const Edge& e) { return e.valid(); })) {
+    return TensorList(outputs.size());
+  }
+  Impl& impl = *impl_;
+  int depth = tl.graph_task ? tl.graph_task->reentrant_depth + 1 : 0;
+  auto queue = tl.queue ? tl.queue : std::make_shared<ReadyQueue>(impl.metrics.cpu);
+
+  trace::Span span("glassbox.autograd.backward");
+  auto g = std::make_shared<GraphTask>(keep_graph, depth, std::move(queue), trace::current_context());
+  std::uint64_t devices = compute_dependencies(*g, roots);
+  if (!outputs.empty()) {
+    compute_exec_info(*g, roots, outputs);
+    g->captured.resize(outputs.size());
+  }
+  // Read first: set_max is a compare-and-swap on a line every thread shares.
+  if (depth > impl.metrics.reentrant_depth_max.value()) impl.metrics.reentrant_depth_max.set_max(depth);
+
+  impl.route(g, "the roots", roots, std::move(grads));
+  impl.run_owner(g);
+
+  std::exception_ptr error;
+  {
+    std::lock_guard lock(g->mu);
+    error = g->error;
+  }
+  if (!error) {
+    try {
+      impl.run_final_callbacks(*g);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  if (span.recording()) {
+    span.set_attribute("glassbox.autograd.nodes_run", g->nodes_run.load(std::memory_order_relaxed))
+        .set_attribute("glassbox.autograd.reentrant_depth", depth)
+        .set_attribute("glassbox.autograd.devices", device_list(devices));
+    if (error) span.set_status(trace::StatusCode::error, exception_message(error));
+  }
+  std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  impl.metrics.backward_seconds.observe(took.count());
+  if (error) {
+    impl.metrics.errors.inc();
+    std::rethrow_exception(error);
+  }
+  std::lock_guard lock(g->mu);
+  return std::move(g->captured);
+}
+
+}  // namespace glassbox::autograd

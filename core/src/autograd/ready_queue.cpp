@@ -1,0 +1,50 @@
+#include "glassbox/autograd/ready_queue.hpp"
+
+#include <algorithm>
+
+namespace glassbox::autograd {
+
+namespace {
+
+// std heap order: "less" means lower priority.
+bool lower_priority(const NodeTask& a, const NodeTask& b) noexcept {
+  if (a.kind != b.kind) return a.kind < b.kind;
+  if (a.depth != b.depth) return a.depth < b.depth;
+  return a.sequence_nr < b.sequence_nr;
+}
+
+}  // namespace
+
+NodeTask NodeTask::run(std::shared_ptr<GraphTask> g, std::shared_ptr<Node> node, InputBuffer inputs) {
+  NodeTask t;
+  t.depth = g->reentrant_depth;
+  t.sequence_nr = node->sequence_nr();
+  t.graph_task = std::move(g);
+  t.node = std::move(node);
+  t.inputs = std::move(inputs);
+  return t;
+}
+
+void ReadyQueue::push(NodeTask task) {
+  // Only node tasks count: a wake-up may be left behind in a queue no one pops again.
+  if (task.kind == NodeTask::Kind::run) metrics_.queue_depth.add(1);
+  {
+    std::lock_guard lock(mu_);
+    heap_.push_back(std::move(task));
+    std::push_heap(heap_.begin(), heap_.end(), lower_priority);
+  }
+  cv_.notify_one();
+}
+
+NodeTask ReadyQueue::pop() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return !heap_.empty(); });
+  std::pop_heap(heap_.begin(), heap_.end(), lower_priority);
+  NodeTask task = std::move(heap_.back());
+  heap_.pop_back();
+  lock.unlock();
+  if (task.kind == NodeTask::Kind::run) metrics_.queue_depth.add(-1);
+  return task;
+}
+
+}  // namespace glassbox::autograd

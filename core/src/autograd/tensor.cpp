@@ -1,0 +1,107 @@
+#include "glassbox/autograd/tensor.hpp"
+
+#include <string>
+
+#include "glassbox/autograd/grad_mode.hpp"
+#include "glassbox/error.hpp"
+
+namespace glassbox::autograd {
+
+namespace {
+
+const TensorImpl& checked(const TensorImpl* impl) {
+  if (impl == nullptr) throw Error("operation on an undefined tensor");
+  return *impl;
+}
+
+void check_in_place_allowed(const Tensor& t, const char* op) {
+  if (t.requires_grad() && GradMode::is_enabled()) {
+    throw Error(std::string(op) + " on a tensor that requires grad: in-place changes are not recorded for backward; "
+                "do it under NoGradGuard or on a tensor that does not require grad");
+  }
+}
+
+}  // namespace
+
+Tensor Tensor::from(Shape shape, std::vector<float> values, int device) {
+  if (static_cast<std::int64_t>(values.size()) != shape.numel()) {
+    throw Error("tensor of shape " + shape.str() + " needs " + std::to_string(shape.numel()) + " values, got " +
+                std::to_string(values.size()));
+  }
+  if (device < kCpu || device >= kMaxDevices) throw Error("device " + std::to_string(device) + " is out of range");
+  return Tensor(std::make_shared<TensorImpl>(shape, device, std::make_shared<Storage>(std::move(values))));
+}
+
+Tensor Tensor::full(Shape shape, float value, int device) {
+  return from(shape, std::vector<float>(static_cast<std::size_t>(shape.numel()), value), device);
+}
+
+const Shape& Tensor::shape() const noexcept { return impl_->shape; }
+int Tensor::device() const noexcept { return impl_->device; }
+std::span<const float> Tensor::data() const noexcept { return impl_->storage->data; }
+std::span<float> Tensor::mutable_data() const noexcept { return impl_->storage->data; }
+
+float Tensor::item() const {
+  const TensorImpl& impl = checked(impl_.get());
+  if (impl.shape.numel() != 1) throw Error("item() of a tensor of shape " + impl.shape.str());
+  return impl.storage->data[0];
+}
+
+bool Tensor::requires_grad() const noexcept { return impl_ && impl_->requires_grad; }
+
+Tensor& Tensor::set_requires_grad(bool requires_grad) {
+  checked(impl_.get());
+  if (!is_leaf()) throw Error("set_requires_grad on a non-leaf tensor: use detach() to make a leaf");
+  impl_->requires_grad = requires_grad;
+  return *this;
+}
+
+const std::shared_ptr<Node>& Tensor::grad_fn() const noexcept {
+  static const std::shared_ptr<Node> none;
+  return impl_ ? impl_->grad_fn : none;
+}
+
+std::uint32_t Tensor::output_nr() const noexcept { return impl_ ? impl_->output_nr : 0; }
+
+Tensor Tensor::grad() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->grad;
+}
+
+void Tensor::zero_grad() const {
+  std::lock_guard lock(impl_->mu);
+  impl_->grad = Tensor();
+}
+
+std::uint32_t Tensor::version() const noexcept { return impl_->storage->version.load(std::memory_order_acquire); }
+
+Tensor Tensor::detach() const {
+  const TensorImpl& impl = checked(impl_.get());
+  return Tensor(std::make_shared<TensorImpl>(impl.shape, impl.device, impl.storage));
+}
+
+Tensor Tensor::clone() const {
+  const TensorImpl& impl = checked(impl_.get());
+  return from(impl.shape, impl.storage->data, impl.device);
+}
+
+Tensor& Tensor::add_(const Tensor& other) {
+  check_in_place_allowed(*this, "add_");
+  if (other.shape() != shape() || other.device() != device()) {
+    throw Error("add_: shapes " + shape().str() + " and " + other.shape().str() + " or devices differ");
+  }
+  std::span<float> out = mutable_data();
+  std::span<const float> in = other.data();
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] += in[i];
+  impl_->storage->version.fetch_add(1, std::memory_order_release);
+  return *this;
+}
+
+Tensor& Tensor::mul_(float factor) {
+  check_in_place_allowed(*this, "mul_");
+  for (float& v : mutable_data()) v *= factor;
+  impl_->storage->version.fetch_add(1, std::memory_order_release);
+  return *this;
+}
+
+}  // namespace glassbox::autograd

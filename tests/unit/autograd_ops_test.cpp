@@ -1,0 +1,277 @@
+// Every op's gradient against central finite differences of a float64
+// reference implementation, plus op argument checks and checkpoint.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "glassbox/autograd/autograd.hpp"
+#include "glassbox/autograd/checkpoint.hpp"
+#include "glassbox/autograd/grad_mode.hpp"
+#include "glassbox/autograd/ops.hpp"
+#include "glassbox/error.hpp"
+
+namespace ga = glassbox::autograd;
+using ga::Shape;
+using ga::Tensor;
+using ga::TensorList;
+
+namespace {
+
+using Values = std::vector<double>;
+using RefFn = std::function<Values(const std::vector<Values>&)>;
+using OpFn = std::function<Tensor(const TensorList&)>;
+
+Tensor random_leaf(Shape shape, std::mt19937& rng, double lo = -1.0, double hi = 1.0, bool away_from_zero = false) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<float> v(static_cast<std::size_t>(shape.numel()));
+  for (float& x : v) {
+    double d = u(rng);
+    if (away_from_zero && std::abs(d) < 0.1) d += d < 0 ? -0.2 : 0.2;
+    x = static_cast<float>(d);
+  }
+  Tensor t = Tensor::from(shape, std::move(v));
+  t.set_requires_grad(true);
+  return t;
+}
+
+Values values_of(const Tensor& t) { return Values(t.data().begin(), t.data().end()); }
+
+// Checks op's value against ref, and d(sum(w * op(inputs)))/d(input) against
+// central differences of the same sum computed with ref in double precision.
+void check_op(const char* what, const OpFn& op, const RefFn& ref, const TensorList& inputs) {
+  SCOPED_TRACE(what);
+  std::mt19937 rng(7);
+  std::vector<Values> x;
+  for (const Tensor& t : inputs) x.push_back(values_of(t));
+  Tensor out = op(inputs);
+  Values want = ref(x);
+  ASSERT_EQ(static_cast<std::size_t>(out.numel()), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(out.data()[i], want[i], 1e-4 * (1 + std::abs(want[i])));
+
+  Tensor w = random_leaf(out.shape(), rng).detach();
+  TensorList grads = ga::grad({out}, inputs, {w});
+  Values wv = values_of(w);
+  auto loss = [&](const std::vector<Values>& at) {
+    Values y = ref(at);
+    double s = 0.0;
+    for (std::size_t i = 0; i < y.size(); ++i) s += wv[i] * y[i];
+    return s;
+  };
+  constexpr double eps = 1e-6;
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    for (std::size_t i = 0; i < x[k].size(); ++i) {
+      std::vector<Values> plus = x, minus = x;
+      plus[k][i] += eps;
+      minus[k][i] -= eps;
+      double numeric = (loss(plus) - loss(minus)) / (2 * eps);
+      EXPECT_NEAR(grads[k].data()[i], numeric, 1e-3 * (1 + std::abs(numeric))) << "input " << k << " element " << i;
+    }
+  }
+}
+
+RefFn elementwise(std::function<double(double, double)> f) {
+  return [f](const std::vector<Values>& x) {
+    Values y(x[0].size());
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] = f(x[0][i], x.size() > 1 ? x[1][i] : 0.0);
+    return y;
+  };
+}
+
+class OpGradient : public ::testing::Test {
+ protected:
+  std::mt19937 rng{42};
+  Tensor r(Shape s) { return random_leaf(s, rng); }
+};
+
+TEST_F(OpGradient, Add) {
+  check_op("add", [](const TensorList& t) { return t[0] + t[1]; },
+           elementwise([](double a, double b) { return a + b; }), {r({2, 3}), r({2, 3})});
+}
+TEST_F(OpGradient, Sub) {
+  check_op("sub", [](const TensorList& t) { return t[0] - t[1]; },
+           elementwise([](double a, double b) { return a - b; }), {r({2, 3}), r({2, 3})});
+}
+TEST_F(OpGradient, Mul) {
+  check_op("mul", [](const TensorList& t) { return t[0] * t[1]; },
+           elementwise([](double a, double b) { return a * b; }), {r({4}), r({4})});
+}
+TEST_F(OpGradient, Div) {
+  check_op("div", [](const TensorList& t) { return t[0] / t[1]; },
+           elementwise([](double a, double b) { return a / b; }),
+           {r({4}), random_leaf(Shape{4}, rng, 0.5, 2.0)});
+}
+TEST_F(OpGradient, MulScalar) {
+  check_op("mul scalar", [](const TensorList& t) { return t[0] * 1.75F; },
+           elementwise([](double a, double) { return a * 1.75; }), {r({3})});
+}
+TEST_F(OpGradient, Relu) {
+  check_op("relu", [](const TensorList& t) { return ga::relu(t[0]); },
+           elementwise([](double a, double) { return a > 0 ? a : 0.0; }),
+           {random_leaf(Shape{6}, rng, -1, 1, true)});
+}
+TEST_F(OpGradient, Sigmoid) {
+  check_op("sigmoid", [](const TensorList& t) { return ga::sigmoid(t[0]); },
+           elementwise([](double a, double) { return 1.0 / (1.0 + std::exp(-a)); }), {r({5})});
+}
+TEST_F(OpGradient, Tanh) {
+  check_op("tanh", [](const TensorList& t) { return ga::tanh(t[0]); },
+           elementwise([](double a, double) { return std::tanh(a); }), {r({5})});
+}
+TEST_F(OpGradient, SumAndMean) {
+  auto total = [](const std::vector<Values>& x) {
+    double s = 0;
+    for (double v : x[0]) s += v;
+    return s;
+  };
+  check_op("sum", [](const TensorList& t) { return ga::sum(t[0]); },
+           [&](const std::vector<Values>& x) { return Values{total(x)}; }, {r({2, 3})});
+  check_op("mean", [](const TensorList& t) { return ga::mean(t[0]); },
+           [&](const std::vector<Values>& x) { return Values{total(x) / 6.0}; }, {r({2, 3})});
+}
+TEST_F(OpGradient, Matmul) {
+  constexpr int m = 2, k = 3, n = 4;
+  check_op("matmul", [](const TensorList& t) { return ga::matmul(t[0], t[1]); },
+           [](const std::vector<Values>& x) {
+             Values y(m * n, 0.0);
+             for (int i = 0; i < m; ++i)
+               for (int p = 0; p < k; ++p)
+                 for (int j = 0; j < n; ++j) y[i * n + j] += x[0][i * k + p] * x[1][p * n + j];
+             return y;
+           },
+           {r({m, k}), r({k, n})});
+}
+TEST_F(OpGradient, MseLoss) {
+  check_op("mse_loss", [](const TensorList& t) { return ga::mse_loss(t[0], t[1]); },
+           [](const std::vector<Values>& x) {
+             double s = 0;
+             for (std::size_t i = 0; i < x[0].size(); ++i) s += (x[0][i] - x[1][i]) * (x[0][i] - x[1][i]);
+             return Values{s / static_cast<double>(x[0].size())};
+           },
+           {r({2, 3}), r({2, 3})});
+}
+
+Values ref_log_softmax(const Values& x, std::size_t rows, std::size_t cols) {
+  Values y(x.size());
+  for (std::size_t i = 0; i < rows; ++i) {
+    double s = 0;
+    for (std::size_t j = 0; j < cols; ++j) s += std::exp(x[i * cols + j]);
+    for (std::size_t j = 0; j < cols; ++j) y[i * cols + j] = x[i * cols + j] - std::log(s);
+  }
+  return y;
+}
+
+TEST_F(OpGradient, LogSoftmax) {
+  check_op("log_softmax", [](const TensorList& t) { return ga::log_softmax(t[0]); },
+           [](const std::vector<Values>& x) { return ref_log_softmax(x[0], 3, 4); }, {r({3, 4})});
+}
+TEST_F(OpGradient, NllLossAndCrossEntropy) {
+  const std::vector<std::int64_t> targets{2, 0, 3};
+  auto nll = [targets](const Values& lp) {
+    double s = 0;
+    for (std::size_t i = 0; i < targets.size(); ++i) s -= lp[i * 4 + static_cast<std::size_t>(targets[i])];
+    return Values{s / 3.0};
+  };
+  check_op("nll_loss", [&](const TensorList& t) { return ga::nll_loss(t[0], targets); },
+           [&](const std::vector<Values>& x) { return nll(x[0]); }, {r({3, 4})});
+  check_op("cross_entropy", [&](const TensorList& t) { return ga::cross_entropy(t[0], targets); },
+           [&](const std::vector<Values>& x) { return nll(ref_log_softmax(x[0], 3, 4)); }, {r({3, 4})});
+}
+TEST_F(OpGradient, ToDeviceAndBack) {
+  check_op("to", [](const TensorList& t) { return ga::to(ga::to(t[0], 1) * 2.0F, ga::kCpu); },
+           elementwise([](double a, double) { return 2 * a; }), {r({3})});
+}
+TEST_F(OpGradient, ComposedNetwork) {
+  // A two-layer network with cross entropy: every op in one graph.
+  const std::vector<std::int64_t> targets{1, 0};
+  check_op("mlp",
+           [&](const TensorList& t) {
+             Tensor h = ga::sigmoid(ga::matmul(t[0], t[1]));
+             return ga::cross_entropy(ga::tanh(ga::matmul(h, t[2])), targets);
+           },
+           [&](const std::vector<Values>& x) {
+             Values h(2 * 3, 0.0), z(2 * 2, 0.0);
+             for (int i = 0; i < 2; ++i)
+               for (int j = 0; j < 3; ++j) {
+                 for (int p = 0; p < 2; ++p) h[i * 3 + j] += x[0][i * 2 + p] * x[1][p * 3 + j];
+                 h[i * 3 + j] = 1.0 / (1.0 + std::exp(-h[i * 3 + j]));
+               }
+             for (int i = 0; i < 2; ++i)
+               for (int j = 0; j < 2; ++j) {
+                 for (int p = 0; p < 3; ++p) z[i * 2 + j] += h[i * 3 + p] * x[2][p * 2 + j];
+                 z[i * 2 + j] = std::tanh(z[i * 2 + j]);
+               }
+             Values lp = ref_log_softmax(z, 2, 2);
+             return Values{-(lp[0 * 2 + 1] + lp[1 * 2 + 0]) / 2.0};
+           },
+           {r({2, 2}), r({2, 3}), r({3, 2})});
+}
+
+TEST(Ops, ArgumentErrorsNameTheOpAndShapes) {
+  Tensor a = Tensor::zeros(Shape{2, 3});
+  Tensor b = Tensor::zeros(Shape{3});
+  try {
+    ga::add(a, b);
+    FAIL();
+  } catch (const glassbox::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("add: inputs of shape [2, 3]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ga::mul(a, Tensor::zeros(Shape{2, 3}, 0)), glassbox::Error);
+  EXPECT_THROW(ga::matmul(a, a), glassbox::Error);
+  EXPECT_THROW(ga::nll_loss(a, {0, 3}), glassbox::Error);
+  EXPECT_THROW(ga::log_softmax(b), glassbox::Error);
+  EXPECT_THROW(Tensor::from(Shape{2}, {1, 2, 3}), glassbox::Error);
+  EXPECT_THROW(Tensor::zeros(Shape{1}, ga::kMaxDevices), glassbox::Error);
+}
+
+TEST(Ops, NoGraphWithoutRequiresGradOrUnderNoGrad) {
+  Tensor a = Tensor::ones(Shape{2});
+  EXPECT_EQ((a * a).grad_fn(), nullptr);
+  Tensor x = Tensor::ones(Shape{2}).set_requires_grad(true);
+  {
+    ga::NoGradGuard no_grad;
+    Tensor y = x * x;
+    EXPECT_EQ(y.grad_fn(), nullptr);
+    EXPECT_FALSE(y.requires_grad());
+  }
+  EXPECT_NE((x * x).grad_fn(), nullptr);
+  EXPECT_THROW(ga::backward({a * a}), glassbox::Error);  // no root requires grad
+  EXPECT_THROW(ga::backward({x * x}), glassbox::Error);  // a two-element root needs its gradient
+}
+
+TEST(Checkpoint, SameGradientsAsWithoutAndSavesOnlyInputs) {
+  std::mt19937 rng(3);
+  Tensor x = random_leaf(Shape{2, 3}, rng);
+  Tensor w = random_leaf(Shape{3, 3}, rng);
+  auto block = [&](const TensorList& in) { return TensorList{ga::tanh(ga::matmul(in[0], in[1]))}; };
+  Tensor plain = ga::sum(block({x, w})[0]);
+  TensorList want = ga::grad({plain}, {x, w});
+  int calls = 0;
+  TensorList out = ga::checkpoint(
+      [&](const TensorList& in) {
+        ++calls;
+        return block(in);
+      },
+      {x, w});
+  EXPECT_EQ(out[0].grad_fn()->name(), std::string("CheckpointBackward"));
+  TensorList got = ga::grad({ga::sum(out[0])}, {x, w});
+  EXPECT_EQ(calls, 2);  // forward, then the recompute in backward
+  for (std::size_t k = 0; k < 2; ++k) {
+    for (std::int64_t i = 0; i < want[k].numel(); ++i) {
+      EXPECT_FLOAT_EQ(got[k].data()[static_cast<std::size_t>(i)], want[k].data()[static_cast<std::size_t>(i)]);
+    }
+  }
+}
+
+TEST(Checkpoint, InputsChangedInPlaceAreDetected) {
+  Tensor x = Tensor::ones(Shape{2}).set_requires_grad(true);
+  Tensor scale = Tensor::ones(Shape{2});
+  TensorList out = ga::checkpoint([](const TensorList& in) { return TensorList{in[0] * in[1]}; }, {x, scale});
+  scale.mul_(3.0F);
+  EXPECT_THROW(ga::backward({ga::sum(out[0])}), glassbox::Error);
+}
+
+}  // namespace
