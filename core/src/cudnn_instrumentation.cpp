@@ -45,15 +45,18 @@ ExecuteRangeName::ExecuteRangeName(int device, int index)
 ExecuteScope::ExecuteScope(const nvtx::RegisteredName& name, const StateSeries& series, int device, int index)
     : range_(name, nvtx::Category::cudnn), span_("glassbox.cudnn.execute") {
   series.executions.inc();
-  span_.set_attribute("glassbox.device", device).set_attribute("glassbox.cudnn.state", index);
+  // Attributes are built only for a span that keeps them: this runs on every execute.
+  if (span_.recording()) span_.set_attribute("glassbox.device", device).set_attribute("glassbox.cudnn.state", index);
 }
 
 void ExecuteScope::succeeded(std::size_t workspace_bytes) noexcept {
+  if (!span_.recording()) return;
   span_.set_attribute("glassbox.cudnn.workspace_bytes", workspace_bytes);
   span_.set_status(trace::StatusCode::ok);
 }
 
 void ExecuteScope::failed(std::size_t workspace_bytes) noexcept {
+  if (!span_.recording()) return;
   span_.set_attribute("glassbox.cudnn.workspace_bytes", workspace_bytes);
   const char* what = "the closure threw a non-standard exception";
   try {

@@ -83,7 +83,7 @@ void SimCudnnBackend::deallocate(int, void* block, std::size_t bytes, stream_typ
     shared->blocks.fetch_sub(1, std::memory_order_relaxed);
     shared->bytes.fetch_sub(bytes, std::memory_order_relaxed);
   });
-  (void)stream;
+  stream->enqueue([held = std::move(held)] {});
 }
 
 SimCudnnLive SimCudnnBackend::live() const {

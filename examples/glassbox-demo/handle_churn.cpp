@@ -1,5 +1,7 @@
 #include "handle_churn.hpp"
 
+#include <pthread.h>
+
 #include <barrier>
 #include <chrono>
 #include <memory>
@@ -53,6 +55,8 @@ void run_round(const std::vector<HandleSource>& sources, int threads, int device
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t, parent] {
+      // Named, so the trace file's thread tracks read "churn-3", not the process name.
+      ::pthread_setname_np(::pthread_self(), ("churn-" + std::to_string(t)).c_str());
       trace::ContextScope scope(parent);
       trace::Span work("glassbox.demo.worker");
       for (const auto& s : sources) s.reserve(t % devices);

@@ -14,6 +14,7 @@
 #include "glassbox/exporters/prometheus_exporter.hpp"
 #include "glassbox/metrics/registry.hpp"
 #include "handle_churn.hpp"
+#include "tracing_setup.hpp"
 #if GLASSBOX_HAVE_CUDA
 #include "glassbox/backend/cuda_check.hpp"
 #endif
@@ -72,12 +73,14 @@ int run(const Options& o) {
     popts.address = o.metrics_addr;
   }
   glassbox::exporters::PrometheusExporter exporter(popts);
+  // Flushed and closed when run() returns, also after SIGINT/SIGTERM.
+  auto tracing = glassbox::demo::TracingSetup::from_env();
   std::string device = resolve_device(o.device);
   int devices = 0;
   auto sources = glassbox::demo::make_sources(device, devices);
   if (devices <= 0) throw glassbox::Error("--device " + device + ": no device found");
-  std::printf("glassbox-demo: device=%s (%d device(s)), %d threads per round, metrics at %s\n", device.c_str(),
-              devices, o.threads, exporter.url().c_str());
+  std::printf("glassbox-demo: device=%s (%d device(s)), %d threads per round, metrics at %s, %s\n", device.c_str(),
+              devices, o.threads, exporter.url().c_str(), tracing.description().c_str());
   std::fflush(stdout);
 
   auto start = std::chrono::steady_clock::now();

@@ -14,7 +14,12 @@
 #include <thread>
 #include <vector>
 
+#include "glassbox/autograd/autograd.hpp"
+#include "glassbox/autograd/ops.hpp"
 #include "glassbox/backend/fake_handle.hpp"
+#include "glassbox/backend/sim_stream.hpp"
+#include "glassbox/cudnn/cudnn_wrapper.hpp"
+#include "glassbox/cudnn/sim_cudnn_backend.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
 #include "glassbox/metrics/registry.hpp"
 #include "glassbox/nvtx/domain.hpp"
@@ -230,6 +235,57 @@ TEST_F(NvtxCapture, StartedRangeEndsOnAnotherThread) {
   EXPECT_EQ(ends[0].domain, kDomain);
   EXPECT_EQ(ends[1].range_id, kept);
   EXPECT_EQ(ends[1].thread_id, this_thread_id());
+}
+
+// A state's execute is a range named after its device and state, pushed on
+// the calling thread around everything the closure queues.
+TEST_F(NvtxCapture, EveryCudnnStateExecuteIsARangeNamedAfterItsState) {
+  namespace gc = glassbox::cudnn;
+  using glassbox::backend::SimStream;
+  constexpr std::string_view kExecute = "glassbox.cudnn.execute[device=1,state=3]";
+  glassbox::metrics::Registry registry;
+  gc::CudnnStates<gc::SimCudnnBackend> states(
+      gc::SimCudnnBackend({.device_count = 2, .state_streams = SimStream::Mode::manual}, registry), {}, registry);
+  SimStream caller;
+  gc::CudnnWrapper<gc::SimCudnnBackend> wrapper(states, 1, &caller);
+  for (int round = 0; round < 2; ++round) {
+    wrapper.with_cudnn_state(3, [](gc::CudnnState<gc::SimCudnnBackend>&) {
+      glassbox::nvtx::ScopedRange call("glassbox.test.cudnn_call", Category::cudnn);
+    });
+  }
+
+  auto got = recorded_if([](const Event& e) { return e.kind == GLASSBOX_NVTX_PUSH || e.kind == GLASSBOX_NVTX_POP; });
+  ASSERT_EQ(got.size(), 8u) << dump();
+  for (std::size_t i = 0; i < got.size(); i += 4) {
+    EXPECT_EQ(got[i].kind, GLASSBOX_NVTX_PUSH);
+    EXPECT_EQ(got[i].message, kExecute);
+    EXPECT_EQ(got[i].category, id_of(Category::cudnn));
+    EXPECT_EQ(got[i].domain, kDomain);
+    EXPECT_EQ(got[i].thread_id, this_thread_id());
+    EXPECT_STREQ(got[i + 1].message, "glassbox.test.cudnn_call");
+    expect_closes(got[i + 2], got[i + 1]);
+    expect_closes(got[i + 3], got[i]);
+  }
+  EXPECT_EQ(recorded(GLASSBOX_NVTX_REGISTER_STRING, kExecute).size(), 1u) << "registered once per state:" << dump();
+}
+
+// The backward engine: one range per node, named after it, on the thread that ran it.
+TEST_F(NvtxCapture, AutogradNodeRangesAreNamedAfterTheNodeOnItsThread) {
+  namespace ga = glassbox::autograd;
+  glassbox::metrics::Registry registry;
+  ga::Engine engine(ga::EngineOptions{&registry});
+  ga::Tensor x = ga::Tensor::ones(ga::Shape{1});
+  x.set_requires_grad(true);
+  ga::backward({ga::to(ga::to(x, 0) * 2.0F, ga::kCpu)}, {}, ga::BackwardOptions{false, &engine});
+  auto on_device = recorded(GLASSBOX_NVTX_PUSH, "MulScalarBackward");
+  ASSERT_EQ(on_device.size(), 1u) << dump();
+  EXPECT_EQ(on_device[0].category, id_of(Category::autograd));
+  EXPECT_STREQ(on_device[0].domain, kDomain.data());
+  EXPECT_NE(on_device[0].thread_id, this_thread_id()) << "device 0's node runs on device 0's worker";
+  auto on_cpu = recorded(GLASSBOX_NVTX_PUSH, "AccumulateGrad");
+  ASSERT_EQ(on_cpu.size(), 1u) << dump();
+  EXPECT_EQ(on_cpu[0].thread_id, this_thread_id()) << "CPU nodes run on the caller";
+  EXPECT_EQ(recorded(GLASSBOX_NVTX_POP, "AccumulateGrad").size(), 1u) << dump();
 }
 
 }  // namespace

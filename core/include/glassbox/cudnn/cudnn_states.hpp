@@ -85,8 +85,9 @@ class CudnnStates {
 
   Slot& slot_for(int device, int index) {
     if (device < 0 || device >= device_count_) detail::throw_bad_device(device, device_count_);
-    if (index < 0 || index >= options_.states_per_device) detail::throw_bad_index(device, index, options_.states_per_device);
-    return *slots_[static_cast<std::size_t>(device * options_.states_per_device + index)];
+    const int per_device = options_.states_per_device;
+    if (index < 0 || index >= per_device) detail::throw_bad_index(device, index, per_device);
+    return *slots_[static_cast<std::size_t>(device * per_device + index)];
   }
 
   B backend_;  // declared first: the states hold references to it

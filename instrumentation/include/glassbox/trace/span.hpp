@@ -5,7 +5,9 @@
 // another thread, see ContextScope.
 #include <atomic>
 #include <concepts>
+#include <cstring>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "glassbox/trace/attribute.hpp"
@@ -16,7 +18,10 @@ namespace glassbox::trace {
 
 namespace detail {
 extern std::atomic<bool> tracing_on;
-}
+/// The calling thread's current context (current_context() reads it). Here so
+/// that ending a span that records nothing is inline: one 32-byte copy back.
+extern constinit thread_local SpanContext current;
+}  // namespace detail
 
 class Span {
  public:
@@ -28,7 +33,7 @@ class Span {
   Span& operator=(const Span&) = delete;
 
   /// Whether attributes and status are kept (tracing on and sampled).
-  bool recording() const noexcept { return data_ != nullptr; }
+  bool recording() const noexcept { return data_.has_value(); }
   const SpanContext& context() const noexcept { return context_; }
 
   Span& set_attribute(std::string_view key, AttributeValue value);
@@ -44,14 +49,17 @@ class Span {
 
   /// Ends the span now; later calls do nothing.
   void end() noexcept {
-    if (active_) finish();
+    if (!active_) return;
+    active_ = false;
+    std::memcpy(&detail::current, &previous_, sizeof previous_);  // whole: see trace.cpp's put()
+    if (data_) finish();
   }
 
  private:
   void start(std::string_view name, SpanKind kind);
-  void finish() noexcept;
+  void finish() noexcept;  // stamps the end time and hands the data to the processor
 
-  std::unique_ptr<SpanData> data_;
+  std::optional<SpanData> data_;  // in place: a heap SpanData cost a recorded span ~40 ns
   SpanContext context_;
   SpanContext previous_;
   bool active_ = false;

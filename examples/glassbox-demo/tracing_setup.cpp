@@ -1,0 +1,43 @@
+#include "tracing_setup.hpp"
+
+#include <vector>
+
+#include "glassbox/exporters/otlp_http_exporter.hpp"
+#include "glassbox/exporters/trace_file_exporter.hpp"
+#include "glassbox/trace/multi_span_processor.hpp"
+
+namespace glassbox::demo {
+
+TracingSetup TracingSetup::from_env() {
+  std::vector<std::shared_ptr<trace::SpanProcessor>> processors;
+  std::string description;
+  if (exporters::otlp_configured_in_env()) {
+    auto options = exporters::OtlpHttpOptions::from_env();
+    description += "otlp -> " + options.url;
+    processors.push_back(exporters::make_otlp_processor(std::move(options)));
+  }
+  if (auto file = exporters::TraceFileOptions::from_env(); !file.path.empty()) {
+    description += (description.empty() ? "file " : ", file ") + file.path;
+    processors.push_back(std::make_shared<exporters::TraceFileProcessor>(std::move(file),
+                                                                          exporters::BatchOptions::from_env()));
+  }
+  if (processors.empty()) return TracingSetup(nullptr, "traces: off");
+  auto processor = processors.size() == 1 ? processors.front()
+                                          : std::make_shared<trace::MultiSpanProcessor>(std::move(processors));
+  trace::set_span_processor(processor);
+  return TracingSetup(std::move(processor), "traces: " + description);
+}
+
+TracingSetup::TracingSetup(std::shared_ptr<trace::SpanProcessor> processor, std::string description)
+    : processor_(std::move(processor)), description_(std::move(description)) {}
+
+TracingSetup::~TracingSetup() { shutdown(); }
+
+void TracingSetup::shutdown(std::chrono::milliseconds timeout) {
+  if (!processor_) return;
+  trace::set_span_processor(nullptr);
+  processor_->shutdown(timeout);
+  processor_.reset();
+}
+
+}  // namespace glassbox::demo

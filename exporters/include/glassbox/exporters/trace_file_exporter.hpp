@@ -1,0 +1,123 @@
+#pragma once
+// A trace file in the Chrome Trace Event format, which Perfetto
+// (ui.perfetto.dev) and chrome://tracing open. Each span is a complete event
+// (ph "X", ts and dur in microseconds from the moment the file was opened,
+// with nanosecond decimals) on its process and OS thread, its attributes and
+// ids as args; threads and the process carry their names (M events); a span
+// whose parent ran on another thread gets a flow arrow (ph "s" -> "f") from
+// the parent to it.
+//
+// Memory stays bounded: events are written as batches arrive, and a child
+// waits for its parent to end (parents end after the work they wait for)
+// in a table of at most max_pending_flows entries; past that, the oldest
+// waiting children lose their arrow. A child that outlives its parent gets
+// no arrow.
+//
+// The file is valid JSON once shutdown() has run, which the batch processor
+// does on shutdown (call it from the path that handles SIGINT/SIGTERM) and in
+// its destructor. A process killed without it leaves the closing "]}" out.
+#include <cstdint>
+#include <cstdio>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "glassbox/exporters/batch_span_processor.hpp"
+#include "glassbox/exporters/resource.hpp"
+#include "glassbox/exporters/span_exporter.hpp"
+
+namespace glassbox::exporters {
+
+struct TraceFileOptions {
+  std::string path;
+  std::size_t max_pending_flows = 16384;
+  Resource resource = Resource::make("", "");  ///< the process is named after service.name
+
+  /// Path from GLASSBOX_TRACE_FILE (empty when unset), the resource from
+  /// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+  static TraceFileOptions from_env();
+};
+
+class TraceFileExporter final : public SpanExporter {
+ public:
+  /// Creates (truncates) the file and writes its header; throws glassbox::Error
+  /// naming the path when it cannot.
+  explicit TraceFileExporter(TraceFileOptions options);
+  /// Closes the file (shutdown()) if that has not happened.
+  ~TraceFileExporter() override;
+
+  std::string_view name() const noexcept override { return "trace_file"; }
+  /// Writes the spans' events and flushes them to the OS.
+  ExportResult export_spans(std::span<const trace::SpanData> spans, Clock::time_point deadline) override;
+  /// Writes the closing "]}" and closes the file. Idempotent.
+  void shutdown() override;
+
+  /// Names OS thread `tid` in the file, before its next events. Thread-safe.
+  void name_thread(std::uint64_t tid, std::string name);
+  const std::string& path() const noexcept { return options_.path; }
+
+ private:
+  struct Child {
+    std::uint64_t tid;
+    std::uint64_t start_ns;
+    std::uint64_t end_ns;
+    trace::SpanId id;
+  };
+  struct Waiting {
+    std::vector<Child> children;
+    std::list<std::uint64_t>::iterator age;
+  };
+
+  void write(const std::string& event);
+  void write_thread_names();
+  void write_span(const trace::SpanData& span);
+  void write_flow_point(std::string_view ph, const std::string& id, std::uint64_t tid, std::uint64_t unix_ns);
+  void write_flows_to_children(const trace::SpanData& parent);
+  void wait_for_parent(const trace::SpanData& child);
+  double micros(std::uint64_t unix_ns) const;
+
+  TraceFileOptions options_;
+  std::FILE* out_ = nullptr;
+  std::vector<char> buffer_;
+  std::string event_;  // the event being written, reused
+  bool first_event_ = true;
+  std::uint64_t origin_ns_;
+  std::uint64_t pid_;
+
+  std::mutex names_mu_;
+  std::vector<std::pair<std::uint64_t, std::string>> new_names_;
+
+  // Children waiting for their parent, by the parent's span id; `ages_` is
+  // oldest first, for eviction.
+  std::unordered_map<std::uint64_t, Waiting> waiting_;
+  std::list<std::uint64_t> ages_;
+  std::size_t waiting_children_ = 0;
+};
+
+/// A TraceFileExporter behind a BatchSpanProcessor. on_end() also notes the
+/// name of each thread the first time it ends a span (spans end on the thread
+/// that opened them), so threads that have exited are still named.
+class TraceFileProcessor final : public trace::SpanProcessor {
+ public:
+  TraceFileProcessor(TraceFileOptions options, BatchOptions batch);
+
+  void on_end(trace::SpanData&& span) noexcept override;
+  bool force_flush(std::chrono::milliseconds timeout) override { return batch_.force_flush(timeout); }
+  /// Exports what is queued and closes the file: valid JSON from then on.
+  void shutdown(std::chrono::milliseconds timeout) override { batch_.shutdown(timeout); }
+  const std::string& path() const noexcept { return file_->path(); }
+
+ private:
+  TraceFileProcessor(std::unique_ptr<TraceFileExporter> file, BatchOptions batch);
+
+  TraceFileExporter* file_;  // owned by batch_
+  BatchSpanProcessor batch_;
+  std::uint64_t id_;  // tells this processor's per-thread "named" marks from another's
+};
+
+}  // namespace glassbox::exporters
