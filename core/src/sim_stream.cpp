@@ -73,7 +73,14 @@ void SimStream::wait(const SimEvent& event) {
 // Runs the front item if it can run. Called with the lock held; drops it
 // while the work runs, so work may enqueue on this or other streams.
 bool SimStream::run_one(std::unique_lock<std::mutex>& lock) {
-  if (queue_.empty()) return false;
+  // One runner at a time: the front item stays ours while the lock is
+  // dropped (other threads only append, which keeps deque references valid).
+  if (queue_.empty() || running_) return false;
+  running_ = true;
+  struct Done {
+    bool& flag;
+    ~Done() { flag = false; }
+  } done{running_};
   Item& front = queue_.front();
   if (front.wait_for.stream_ == state_) {
     // Waiting on our own stream: the event precedes this item, so it is complete.

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 #include <vector>
 
 #include "glassbox/backend/sim_stream.hpp"
@@ -66,4 +67,21 @@ TEST(SimStream, CaptureFlag) {
   EXPECT_TRUE(s.capturing());
   s.end_capture();
   EXPECT_FALSE(s.capturing());
+}
+
+TEST(SimStream, TwoThreadsSteppingOneStreamRunEachItemOnce) {
+  SimStream s;
+  std::atomic<int> ran{0}, inside{0};
+  for (int i = 0; i < 2000; ++i) {
+    s.enqueue([&] {
+      EXPECT_EQ(inside.fetch_add(1), 0) << "two items of one stream ran at once";
+      ++ran;
+      inside.fetch_sub(1);
+    });
+  }
+  std::thread a([&] { while (s.completed() < 2000) s.step(); });
+  std::thread b([&] { while (s.completed() < 2000) s.step(); });
+  a.join();
+  b.join();
+  EXPECT_EQ(ran.load(), 2000);
 }

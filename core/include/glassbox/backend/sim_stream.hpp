@@ -89,6 +89,7 @@ class SimStream {
   std::shared_ptr<SimEvent::State> state_;
   std::deque<Item> queue_;  // guarded by state_->mu
   bool stopping_ = false;
+  bool running_ = false;  // an item is being run (guarded by state_->mu)
   bool capturing_ = false;
   std::thread worker_;
 };
