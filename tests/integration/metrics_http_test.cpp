@@ -15,6 +15,7 @@
 #include "glassbox/exporters/prometheus_exporter.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
 #include "prometheus_text.hpp"
+#include "run_command.hpp"
 
 namespace gb = glassbox::backend;
 namespace ge = glassbox::exporters;
@@ -49,20 +50,6 @@ void churn(Pool& pool, int rounds, int threads) {
   }
 }
 
-struct RunResult {
-  int status;
-  std::string output;
-};
-
-RunResult run(const std::string& command) {
-  RunResult r{-1, {}};
-  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.output.append(buf, n);
-  r.status = ::pclose(p);
-  return r;
-}
 
 }  // namespace
 
@@ -123,7 +110,7 @@ TEST(MetricsHttp, PromtoolLintsTheScrapeCleanly) {
   churn(*pool, 5, 3);
   auto path = std::filesystem::temp_directory_path() / ("glassbox-scrape-" + std::to_string(::getpid()) + ".txt");
   std::ofstream(path) << scrape(exporter);
-  RunResult r = run(promtool + " check metrics < " + path.string());
+  auto r = glassbox::testing::run_command(promtool + " check metrics < " + path.string());
   std::filesystem::remove(path);
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(r.output, "") << "promtool lint complaints:\n" << r.output;

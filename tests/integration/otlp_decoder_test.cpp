@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "glassbox/exporters/otlp_json.hpp"
+#include "run_command.hpp"
 
 namespace ge = glassbox::exporters;
 namespace gt = glassbox::trace;
@@ -19,20 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct CommandResult {
-  int status;
-  std::string output;
-};
-
-CommandResult run(const std::string& command) {
-  CommandResult r{-1, {}};
-  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) r.output.append(buf, n);
-  r.status = ::pclose(p);
-  return r;
-}
 
 std::string decoder_modules() {
   const char* v = std::getenv("GLASSBOX_OTLP_DECODER_MODULES");
@@ -49,9 +36,9 @@ class OtlpDecoder : public ::testing::Test {
     }
   }
   void TearDown() override { fs::remove(payload); }
-  CommandResult validate(const std::string& json) {
+  glassbox::testing::CommandResult validate(const std::string& json) {
     std::ofstream(payload) << json;
-    return run(std::string(GLASSBOX_NODE) + " " + GLASSBOX_SOURCE_DIR "/scripts/validate-otlp-json.js " + payload +
+    return glassbox::testing::run_command(std::string(GLASSBOX_NODE) + " " + GLASSBOX_SOURCE_DIR "/scripts/validate-otlp-json.js " + payload +
                " " + decoder_modules());
   }
   std::string payload = (fs::temp_directory_path() / ("glassbox-otlp-" + std::to_string(::getpid()) + ".json")).string();
@@ -91,7 +78,7 @@ std::vector<gt::SpanData> sample_spans() {
 
 TEST_F(OtlpDecoder, AcceptsOurEncodingExactly) {
   auto spans = sample_spans();
-  CommandResult r = validate(ge::otlp_json(spans, ge::Resource::make("svc", "k8s.pod.name=trainer-0")));
+  auto r = validate(ge::otlp_json(spans, ge::Resource::make("svc", "k8s.pod.name=trainer-0")));
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("ok: 1 resourceSpans, 3 spans"), std::string::npos) << r.output;
 }
@@ -115,7 +102,7 @@ TEST_F(OtlpDecoder, RejectsWhatTheSpecificationForbids) {
            {"bool as a string", with("\"boolValue\":false", "\"boolValue\":\"false\"")},
            {"status enum as a name", with("\"code\":2", "\"code\":\"STATUS_CODE_ERROR\"")},
        }) {
-    CommandResult r = validate(bad);
+    auto r = validate(bad);
     EXPECT_NE(r.status, 0) << what << " was accepted: " << r.output;
   }
 }
