@@ -20,7 +20,9 @@
 #include "glassbox/backend/sim_stream.hpp"
 #include "glassbox/cudnn/cudnn_wrapper.hpp"
 #include "glassbox/cudnn/sim_cudnn_backend.hpp"
+#include "glassbox/backend/sim_host_backend.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
+#include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/metrics/registry.hpp"
 #include "glassbox/nvtx/domain.hpp"
 #include "glassbox/nvtx/range.hpp"
@@ -289,3 +291,31 @@ TEST_F(NvtxCapture, AutogradNodeRangesAreNamedAfterTheNodeOnItsThread) {
 }
 
 }  // namespace
+
+// The host allocator: a range around every backend allocation and free, and
+// around empty_cache; none on a cached allocate/free pair.
+TEST_F(NvtxCapture, HostAllocatorBackendCallsAndEmptyCacheAreRanges) {
+  namespace gha = glassbox::host_allocator;
+  glassbox::metrics::Registry registry;
+  gha::HostAllocatorOptions o;
+  o.config = gha::HostAllocatorConfig::parse("thread_cache:0");
+  o.registry = &registry;
+  gha::CachingHostAllocator allocator(std::make_shared<glassbox::backend::SimHostBackend>(), o);
+  allocator.free(allocator.allocate(4096).ctx);  // new block: one backend_alloc
+  allocator.free(allocator.allocate(4096).ctx);  // cached: no range
+  allocator.empty_cache();                       // empty_cache around one backend_free
+
+  auto got = recorded_if([](const Event& e) { return e.kind == GLASSBOX_NVTX_PUSH || e.kind == GLASSBOX_NVTX_POP; });
+  ASSERT_EQ(got.size(), 6u) << dump();
+  EXPECT_STREQ(got[0].message, "glassbox.host_allocator.backend_alloc");
+  expect_closes(got[1], got[0]);
+  EXPECT_STREQ(got[2].message, "glassbox.host_allocator.empty_cache");
+  EXPECT_STREQ(got[3].message, "glassbox.host_allocator.backend_free");
+  expect_closes(got[4], got[3]);
+  expect_closes(got[5], got[2]);
+  for (const Event& e : got) {
+    if (e.kind == GLASSBOX_NVTX_PUSH) {
+      EXPECT_EQ(e.category, id_of(Category::host_allocator));
+    }
+  }
+}
