@@ -124,7 +124,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   Block* create_block(std::size_t size, std::uint32_t cls, BlockPool& pool);
   void* backend_allocate_or_retry(std::size_t size, std::size_t rounded);
   void on_allocated(Block* b, std::size_t size, bool hit, bool captured);
-  void return_free(Block* b);
+  void return_free(Block* b, ClassMetrics& cm);
   void push_central(BlockPool& pool, Block* b);
   void queue_events(Block* b, const std::vector<StreamId>& streams);
   BlockPool& pool_of(const Block* b);

@@ -23,6 +23,13 @@ const nvtx::RegisteredName& backend_alloc_range() {
   return name;
 }
 
+metrics::Counter unrecyclable(metrics::Registry& r, std::string_view reason) {
+  return r.counter("glassbox_host_blocks_unrecyclable_total",
+                   "Blocks kept out of reuse for good: used during graph capture, or an event could not be recorded",
+                   {"reason"})
+      .with({reason});
+}
+
 std::string pool_text(PoolId id) { return "(" + std::to_string(id.first) + "," + std::to_string(id.second) + ")"; }
 
 }  // namespace
@@ -42,16 +49,8 @@ Metrics::Metrics(metrics::Registry& r)
                                         "Time to get a new pinned block from the backend (the slow path)", {},
                                         metrics::exponential_buckets(1e-6, 4, 12))
                                 .with()),
-      unrecyclable_captured(r.counter("glassbox_host_blocks_unrecyclable_total",
-                                      "Blocks kept out of reuse for good: used during graph capture, or an event "
-                                      "could not be recorded",
-                                      {"reason"})
-                                .with({"captured"})),
-      unrecyclable_record_failed(r.counter("glassbox_host_blocks_unrecyclable_total",
-                                           "Blocks kept out of reuse for good: used during graph capture, or an event "
-                                           "could not be recorded",
-                                           {"reason"})
-                                     .with({"event_record_failed"})) {}
+      unrecyclable_captured(unrecyclable(r, "captured")),
+      unrecyclable_record_failed(unrecyclable(r, "event_record_failed")) {}
 
 ClassMetrics* Metrics::resolve(unsigned bucket) {
   std::lock_guard lock(mu);
@@ -252,7 +251,7 @@ void CachingHostAllocator::free(void* ctx) {
   ClassMetrics& cm = a.class_metrics(b->cls);
   cm.active_blocks.add(-1);
   cm.active_bytes.add(-static_cast<std::int64_t>(b->size));
-  if (streams.empty()) return a.return_free(b);
+  if (streams.empty()) return a.return_free(b, cm);
   if (captured) {
     // No event recorded during capture says when a graph replay is done
     // with the block: it stays out of circulation for good.
@@ -291,8 +290,7 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
   if (failure) std::rethrow_exception(failure);
 }
 
-void CachingHostAllocator::Impl::return_free(Block* b) {
-  ClassMetrics& cm = class_metrics(b->cls);
+void CachingHostAllocator::Impl::return_free(Block* b, ClassMetrics& cm) {
   cm.free_blocks.add(1);
   m.cached_bytes.add(static_cast<std::int64_t>(b->size));
   if (b->pool == PoolId{} && b->size <= ThreadCache::kMaxBlock) {
