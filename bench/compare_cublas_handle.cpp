@@ -1,6 +1,7 @@
-// glassbox's side of the warm cuBLAS handle comparison, with the same timing
+// glassbox's side of the cuBLAS handle comparison, with the same timing
 // method as bench/torch/cublas_handle_torch.cpp: current_cublas_handle() on
-// the default stream, as getCurrentCUDABlasHandle() is on PyTorch's.
+// the default stream, as getCurrentCUDABlasHandle() is on PyTorch's, warm on
+// 1 to 16 threads and as the first call of fresh threads (churn).
 #include "glassbox/backend/cuda_check.hpp"
 #include "glassbox/handle_pool/current_handles.hpp"
 #include "torch/timing.hpp"
@@ -10,10 +11,11 @@ int main() {
     std::fprintf(stderr, "glassbox-compare-cublas-handle: no CUDA device\n");
     return 0;
   }
-  const long calls = glassbox::compare::calibrate([] { return glassbox::handle_pool::current_cublas_handle(0, nullptr); });
+  auto current = [] { return glassbox::handle_pool::current_cublas_handle(0, nullptr); };
+  const long calls = glassbox::compare::calibrate(current);
   for (int threads : {1, 2, 4, 8, 16}) {
-    double rate = glassbox::compare::median_calls_per_second(
-        [] { return glassbox::handle_pool::current_cublas_handle(0, nullptr); }, threads, calls);
-    glassbox::compare::report("glassbox", "cublas_handle_warm", threads, rate);
+    glassbox::compare::report("glassbox", "cublas_handle_warm", threads,
+                              glassbox::compare::median_calls_per_second(current, threads, calls));
   }
+  glassbox::compare::report_churn("glassbox", "cublas_handle_churn", current);
 }

@@ -1,11 +1,14 @@
 #pragma once
 // The timing method both sides of a comparison share: warm up, then repeat a
 // fixed number of calls on each of `threads` threads started together, and
-// report the median over repetitions of total calls per second (wall clock).
+// report the median over repetitions of total calls per second (wall clock);
+// or, for thread churn, start fresh threads that make one call each.
 #include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -14,6 +17,11 @@ namespace glassbox::compare {
 template <class T>
 inline void keep(const T& v) {
   asm volatile("" : : "r,m"(v) : "memory");
+}
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 /// Calls per thread that take about 50 ms on one thread: long enough that
@@ -50,8 +58,50 @@ double median_calls_per_second(Fn fn, int threads, long calls, int reps = 7) {
     for (auto& t : ts) t.join();
     rates.push_back(static_cast<double>(calls) * threads / secs);
   }
-  std::sort(rates.begin(), rates.end());
-  return rates[rates.size() / 2];
+  return median(rates);
+}
+
+/// Thread churn, as DataParallel's fresh threads every step: each step starts
+/// `threads` threads that make one call of `fn` each (their first) and exit,
+/// and joins them.
+struct ChurnRates {
+  /// Threads through the whole start, first call, exit cycle per second (the
+  /// library's thread-exit hand-back included).
+  double threads_per_second;
+  /// The first call alone: `threads` / its mean latency, so that report()'s
+  /// ns_per_call reads as that mean latency.
+  double first_calls_per_second;
+};
+
+/// Medians over `reps` runs of `steps` steps. A step before timing lets the
+/// library create what `threads` threads hold at once, so the timed steps
+/// measure reuse, as in a training loop after its first step.
+template <class Fn>
+ChurnRates median_churn_rates(Fn fn, int threads, int steps, int reps = 7) {
+  std::atomic<long> call_ns{0};
+  auto step = [&] {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t) {
+      ts.emplace_back([&] {
+        auto t0 = std::chrono::steady_clock::now();
+        keep(fn());
+        call_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+      });
+    }
+    for (auto& t : ts) t.join();
+  };
+  step();
+  std::vector<double> cycle, first;
+  for (int r = 0; r < reps; ++r) {
+    call_ns = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int s = 0; s < steps; ++s) step();
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double started = static_cast<double>(steps) * threads;
+    cycle.push_back(started / secs);
+    first.push_back(threads * 1e9 * started / static_cast<double>(call_ns.load()));
+  }
+  return {median(cycle), median(first)};
 }
 
 /// One JSON line a run of the comparison prints per measurement.
@@ -59,6 +109,17 @@ inline void report(const char* side, const char* metric, int threads, double cal
   std::printf("{\"side\":\"%s\",\"metric\":\"%s\",\"threads\":%d,\"calls_per_second\":%.6g,\"ns_per_call\":%.6g}\n",
               side, metric, threads, calls_per_second, 1e9 * threads / calls_per_second);
   std::fflush(stdout);
+}
+
+/// The churn sweep both sides run: 1, 4 and 16 threads a step, 512 threads a
+/// repetition; reports `metric`_cycle and `metric`_first_call.
+template <class Fn>
+void report_churn(const char* side, const std::string& metric, Fn fn) {
+  for (int threads : {1, 4, 16}) {
+    ChurnRates rates = median_churn_rates(fn, threads, 512 / threads);
+    report(side, (metric + "_cycle").c_str(), threads, rates.threads_per_second);
+    report(side, (metric + "_first_call").c_str(), threads, rates.first_calls_per_second);
+  }
 }
 
 }  // namespace glassbox::compare

@@ -1,0 +1,131 @@
+#pragma once
+// The backward engine benchmarks, written once for any autograd library, so
+// glassbox (bench/bench_engine.cpp) and libtorch (bench/torch/engine_torch.cpp)
+// run the same graph shapes under the same timing method and the same names.
+//
+// The backward-only benchmarks build their graph outside the timed region and
+// time backward alone (manual time), reporting ns_per_node: backward time per
+// chain node, per fan-in branch, or per reentrant (checkpoint) node.
+// cpu_ns_per_node is the calling thread's CPU time for the same (CPU graphs
+// run on that thread only), which stays meaningful when other processes share
+// the cores. BM_ChainForwardBackwardThreads is throughput: every thread builds
+// and runs its own chain, items are nodes (one forward op and its backward).
+//
+// A library is a type with:
+//   using Tensor = ...;                          // t * float and t + t
+//   static Tensor leaf();                        // one element, 1.0, requires grad
+//   static Tensor checkpoint_step(const Tensor&) // x * kFactor under reentrant checkpointing
+//   static void backward(const Tensor& root);
+//   static float grad_value(const Tensor& leaf);
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdint>
+#include <ctime>
+
+namespace glassbox::bench::engine {
+
+inline constexpr float kFactor = 1.0001F;
+
+template <class Lib>
+using Build = typename Lib::Tensor (*)(const typename Lib::Tensor&, std::int64_t);
+
+template <class Lib>
+typename Lib::Tensor chain(const typename Lib::Tensor& x, std::int64_t n) {
+  typename Lib::Tensor y = x;
+  for (std::int64_t i = 0; i < n; ++i) y = y * kFactor;
+  return y;
+}
+
+// acc = x*f + x*f + ...: n branches whose gradients all meet in x's buffer.
+template <class Lib>
+typename Lib::Tensor fan_in(const typename Lib::Tensor& x, std::int64_t n) {
+  typename Lib::Tensor acc = x * kFactor;
+  for (std::int64_t i = 1; i < n; ++i) acc = acc + x * kFactor;
+  return acc;
+}
+
+// Each node recomputes its step and backpropagates through it with a nested backward.
+template <class Lib>
+typename Lib::Tensor reentrant_chain(const typename Lib::Tensor& x, std::int64_t n) {
+  typename Lib::Tensor y = x;
+  for (std::int64_t i = 0; i < n; ++i) y = Lib::checkpoint_step(y);
+  return y;
+}
+
+inline double thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+template <class Lib, Build<Lib> build>
+void time_backward(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  double wall_ns = 0.0;
+  double cpu_ns = 0.0;
+  for (auto _ : state) {
+    typename Lib::Tensor x = Lib::leaf();
+    typename Lib::Tensor y = build(x, n);
+    double cpu_start = thread_cpu_ns();
+    auto start = std::chrono::steady_clock::now();
+    Lib::backward(y);
+    std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
+    cpu_ns += thread_cpu_ns() - cpu_start;
+    state.SetIterationTime(took.count() * 1e-9);
+    wall_ns += took.count();
+    benchmark::DoNotOptimize(Lib::grad_value(x));
+  }
+  auto nodes = static_cast<double>(state.iterations() * n);
+  state.counters["ns_per_node"] = wall_ns / nodes;
+  state.counters["cpu_ns_per_node"] = cpu_ns / nodes;
+}
+
+template <class Lib>
+void chain_forward_backward(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  for (auto _ : state) {
+    typename Lib::Tensor x = Lib::leaf();
+    Lib::backward(chain<Lib>(x, n));
+    benchmark::DoNotOptimize(Lib::grad_value(x));
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
+template <class Lib>
+void register_benchmarks() {
+  using benchmark::RegisterBenchmark;
+  RegisterBenchmark("BM_ChainBackward", time_backward<Lib, chain<Lib>>)
+      ->Arg(10000)
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond);
+  RegisterBenchmark("BM_FanInBackward", time_backward<Lib, fan_in<Lib>>)
+      ->Arg(10000)
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond);
+  RegisterBenchmark("BM_ReentrantChain", time_backward<Lib, reentrant_chain<Lib>>)
+      ->Arg(1000)
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond);
+  RegisterBenchmark("BM_ChainForwardBackwardThreads", chain_forward_backward<Lib>)
+      ->Arg(1000)
+      ->Threads(1)
+      ->Threads(2)
+      ->Threads(8)
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
+}
+
+/// The program's main: registers the benchmarks for Lib and runs those the
+/// command line selects (Google Benchmark's flags).
+template <class Lib>
+int run_benchmarks(int argc, char** argv) {
+  register_benchmarks<Lib>();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
+
+}  // namespace glassbox::bench::engine
