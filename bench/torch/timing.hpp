@@ -66,7 +66,8 @@ double median_calls_per_second(Fn fn, int threads, long calls, int reps = 7) {
 /// and joins them.
 struct ChurnRates {
   /// Threads through the whole start, first call, exit cycle per second (the
-  /// library's thread-exit hand-back included).
+  /// library's thread-exit hand-back included); report()'s ns_per_call is
+  /// then the time of one step.
   double threads_per_second;
   /// The first call alone: `threads` / its mean latency, so that report()'s
   /// ns_per_call reads as that mean latency.
