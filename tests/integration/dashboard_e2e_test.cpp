@@ -8,7 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cmath>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -126,6 +126,25 @@ DataCheck check_data(httplib::Client& api, const std::vector<DashboardQuery>& qu
   return out;
 }
 
+/// What Prometheus answers to a label_values(SELECTOR, LABEL) variable query,
+/// asked the way Grafana asks it; an error text instead when it fails.
+std::vector<std::string> variable_values(httplib::Client& api, const std::string& query, const std::string& instance,
+                                         std::string& problem) {
+  static const std::regex form(R"(^label_values\((.*),\s*([A-Za-z_][A-Za-z0-9_]*)\)$)");
+  std::smatch m;
+  if (!std::regex_match(query, m, form)) {
+    problem = "not label_values(SELECTOR, LABEL): " + query;
+    return {};
+  }
+  auto res = api.Get("/api/v1/label/" + m[2].str() + "/values",
+                     httplib::Params{{"match[]", as_grafana_sends_it(m[1], instance)}}, httplib::Headers{});
+  if (!res || res->status != 200) {
+    problem = res ? "HTTP " + std::to_string(res->status) + ": " + res->body : "no answer";
+    return {};
+  }
+  return json::parse(res->body)["data"].get<std::vector<std::string>>();
+}
+
 /// Rules whose last evaluation failed, and how many rules Prometheus loaded.
 std::string unhealthy_rules(httplib::Client& api, std::size_t& loaded) {
   loaded = 0;
@@ -150,8 +169,8 @@ TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
   const std::string prometheus_bin = GLASSBOX_PROMETHEUS;
   ASSERT_FALSE(prometheus_bin.empty() || prometheus_bin.ends_with("NOTFOUND"))
       << "prometheus not found at configure time; run scripts/install-deps (Debian package 'prometheus')";
-  const auto queries =
-      glassbox::testing::dashboard_queries(glassbox::testing::read_dashboard(kSource / "dashboards/grafana/dashboards/glassbox-runtime.json"));
+  const json dashboard = glassbox::testing::read_dashboard(kSource / "dashboards/grafana/dashboards/glassbox-runtime.json");
+  const auto queries = glassbox::testing::dashboard_queries(dashboard);
   ASSERT_FALSE(queries.empty());
 
   TempDir dir;
@@ -188,6 +207,16 @@ TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
     std::string list;
     for (const auto& q : data.only_nan) list += " " + q;
     std::printf("note: NaN only (no events in the last %s):%s\n", kRateInterval, list.c_str());
+  }
+
+  // The variables' drop-downs fill from the same Prometheus, the demo among them.
+  for (const auto& v : glassbox::testing::dashboard_query_variables(dashboard)) {
+    std::string problem;
+    const auto values = variable_values(api, v.query, target, problem);
+    EXPECT_FALSE(values.empty()) << "variable $" << v.name << " (" << v.query << ") has no values " << problem;
+    if (v.name == "instance") {
+      EXPECT_NE(std::find(values.begin(), values.end(), target), values.end()) << "$instance does not offer " << target;
+    }
   }
 
   std::size_t rules = 0;

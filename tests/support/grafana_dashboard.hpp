@@ -45,4 +45,20 @@ inline std::vector<DashboardQuery> dashboard_queries(const nlohmann::json& dashb
   return out;
 }
 
+struct DashboardVariable {
+  std::string name;
+  std::string query;  ///< e.g. label_values({__name__=~"glassbox_.+"}, instance)
+};
+
+/// The variables whose values come from a datasource query.
+inline std::vector<DashboardVariable> dashboard_query_variables(const nlohmann::json& dashboard) {
+  std::vector<DashboardVariable> out;
+  for (const auto& v : dashboard["templating"].value("list", nlohmann::json::array())) {
+    if (v.value("type", "") != "query") continue;
+    const auto& q = v["query"];
+    out.push_back({v.value("name", ""), q.is_object() ? q.value("query", "") : q.get<std::string>()});
+  }
+  return out;
+}
+
 }  // namespace glassbox::testing
