@@ -2,7 +2,7 @@
 // trace exporters on, scraped every second by Debian's Prometheus running the
 // project's own prometheus.yml and alert rules; then every PromQL expression
 // in the Grafana dashboard JSON must return data from Prometheus's HTTP API,
-// and every alert rule must evaluate without error.
+// its variables must offer values, and every alert rule must evaluate.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
