@@ -59,16 +59,38 @@ inline std::size_t read_ident(const std::string& s, std::size_t i) {
   return i;
 }
 
+inline const std::set<std::string> kAggregations{"sum",   "min",   "max",          "avg",  "group",   "stddev",
+                                          "stdvar", "count", "count_values", "topk", "bottomk", "quantile"};
+inline const std::set<std::string> kLabelLists{"by", "without", "on", "ignoring", "group_left", "group_right"};
+inline const std::set<std::string> kKeywords{"and", "or", "unless", "bool", "offset", "atan2", "Inf", "NaN"};
+
+/// Past an aggregation's `by (...)` or `without (...)` at `j`, when there is one.
+inline std::size_t skip_modifier(const std::string& s, std::size_t j) {
+  const std::size_t end = read_ident(s, j);
+  return kLabelLists.count(s.substr(j, end - j)) ? skip_spaces(s, skip_group(s, skip_spaces(s, end))) : j;
+}
+
+/// Reads the {matchers} and [range] at `j` into `sel`; returns the index past them.
+inline std::size_t read_selector(const std::string& s, std::size_t j, PromqlSelector& sel) {
+  if (j < s.size() && s[j] == '{') {
+    const std::size_t close = skip_group(s, j);
+    sel.matchers = s.substr(j + 1, close - j - 2);
+    j = skip_spaces(s, close);
+  }
+  if (j < s.size() && s[j] == '[') {
+    const std::size_t close = skip_group(s, j);
+    sel.range = s.substr(j + 1, close - j - 2);
+    j = close;
+  }
+  return j;
+}
+
 }  // namespace promql_detail
 
 inline std::vector<PromqlSelector> promql_selectors(const std::string& expr) {
   using namespace promql_detail;
-  static const std::set<std::string> aggregations{"sum",    "min",    "max",          "avg",  "group", "stddev",
-                                                  "stdvar", "count",  "count_values", "topk", "bottomk", "quantile"};
-  static const std::set<std::string> label_lists{"by", "without", "on", "ignoring", "group_left", "group_right"};
-  static const std::set<std::string> keywords{"and", "or", "unless", "bool", "offset", "atan2", "Inf", "NaN"};
   std::vector<PromqlSelector> out;
-  std::vector<std::string> calls;  // one per open parenthesis
+  std::vector<std::string> calls;  // one per open parenthesis: the function's name, or "" for grouping
   std::size_t i = 0;
   while (i < expr.size()) {
     const char c = expr[i];
@@ -88,33 +110,19 @@ inline std::vector<PromqlSelector> promql_selectors(const std::string& expr) {
       const std::size_t end = c == '{' ? i : read_ident(expr, i);
       const std::string word = expr.substr(i, end - i);
       std::size_t j = skip_spaces(expr, end);
-      if (aggregations.count(word) && j < expr.size() && expr[j] != '(') {
-        const std::size_t modifier_end = read_ident(expr, j);  // sum by (le) (...)
-        if (label_lists.count(expr.substr(j, modifier_end - j))) {
-          j = skip_spaces(expr, skip_group(expr, skip_spaces(expr, modifier_end)));
-        }
-      }
-      if (label_lists.count(word) && j < expr.size() && expr[j] == '(') {
+      if (kAggregations.count(word)) j = skip_modifier(expr, j);  // sum by (le) (...)
+      const bool call = j < expr.size() && expr[j] == '(';
+      if (kLabelLists.count(word) && call) {
         i = skip_group(expr, j);
-      } else if (j < expr.size() && expr[j] == '(') {
+      } else if (call) {
         calls.push_back(word);
         i = j + 1;
-      } else if (keywords.count(word) || label_lists.count(word)) {
+      } else if (kKeywords.count(word) || kLabelLists.count(word)) {
         i = end;
       } else {
         PromqlSelector sel{word, "", "", calls.empty() ? "" : calls.back()};
-        if (j < expr.size() && expr[j] == '{') {
-          const std::size_t close = skip_group(expr, j);
-          sel.matchers = expr.substr(j + 1, close - j - 2);
-          j = skip_spaces(expr, close);
-        }
-        if (j < expr.size() && expr[j] == '[') {
-          const std::size_t close = skip_group(expr, j);
-          sel.range = expr.substr(j + 1, close - j - 2);
-          j = close;
-        }
+        i = read_selector(expr, j, sel);
         out.push_back(std::move(sel));
-        i = j;
       }
     } else {
       ++i;
