@@ -109,7 +109,7 @@ QueryOutcome instant_query(httplib::Client& api, const std::string& promql) {
 
 struct DataCheck {
   std::size_t missing = 0;
-  std::string report;                ///< each query without data, what was sent, and why
+  std::string report;                 ///< each query without data, what was sent, and why
   std::vector<std::string> only_nan;  ///< queries whose data is all NaN
 };
 
@@ -121,7 +121,8 @@ DataCheck check_data(httplib::Client& api, const std::vector<DashboardQuery>& qu
     if (r.only_nan) out.only_nan.push_back("'" + q.panel + "' " + q.ref_id);
     if (r.has_data) continue;
     ++out.missing;
-    out.report += "  panel '" + q.panel + "' " + q.ref_id + ": " + q.expr + "\n    sent: " + promql + "\n    " + r.problem + "\n";
+    out.report +=
+        "  panel '" + q.panel + "' " + q.ref_id + ": " + q.expr + "\n    sent: " + promql + "\n    " + r.problem + "\n";
   }
   return out;
 }
@@ -156,7 +157,8 @@ std::string unhealthy_rules(httplib::Client& api, std::size_t& loaded) {
     for (const auto& rule : group["rules"]) {
       ++loaded;
       if (rule.value("health", "") != "ok") {
-        out += "  " + rule.value("name", "") + ": " + rule.value("health", "") + " " + rule.value("lastError", "") + "\n";
+        out +=
+            "  " + rule.value("name", "") + ": " + rule.value("health", "") + " " + rule.value("lastError", "") + "\n";
       }
     }
   }
@@ -169,7 +171,8 @@ TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
   const std::string prometheus_bin = GLASSBOX_PROMETHEUS;
   ASSERT_FALSE(prometheus_bin.empty() || prometheus_bin.ends_with("NOTFOUND"))
       << "prometheus not found at configure time; run scripts/install-deps (Debian package 'prometheus')";
-  const json dashboard = glassbox::testing::read_dashboard(kSource / "dashboards/grafana/dashboards/glassbox-runtime.json");
+  const json dashboard =
+      glassbox::testing::read_dashboard(kSource / "dashboards/grafana/dashboards/glassbox-runtime.json");
   const auto queries = glassbox::testing::dashboard_queries(dashboard);
   ASSERT_FALSE(queries.empty());
 
@@ -188,7 +191,8 @@ TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
                           {"--config.file=" + (dir.path / "prometheus.yml").string(),
                            "--storage.tsdb.path=" + (dir.path / "tsdb").string(), "--web.listen-address=127.0.0.1:0"},
                           (dir.path / "prometheus.log").string());
-  const std::string web = wait_for_log(prometheus, std::regex(R"(msg="Listening on" address=(127\.0\.0\.1:[0-9]+))"), 60s);
+  const std::string web =
+      wait_for_log(prometheus, std::regex(R"(msg="Listening on" address=(127\.0\.0\.1:[0-9]+))"), 60s);
   ASSERT_FALSE(web.empty()) << "Prometheus did not start:\n" << prometheus.log();
   httplib::Client api("http://" + web);
   api.set_read_timeout(10, 0);
@@ -202,7 +206,8 @@ TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
   }
   EXPECT_EQ(data.missing, 0u) << data.missing << " of " << queries.size()
                               << " dashboard expressions returned no data after " << kDataDeadline.count() << " s:\n"
-                              << data.report << "demo log (end):\n" << tail(demo.log());
+                              << data.report << "demo log (end):\n"
+                              << tail(demo.log());
   if (!data.only_nan.empty()) {
     std::string list;
     for (const auto& q : data.only_nan) list += " " + q;

@@ -36,20 +36,20 @@ std::string read_text(const fs::path& path) {
 /// in the library sources.
 const std::map<std::string, std::string>& families_in_code() {
   static const std::map<std::string, std::string> families = [] {
-  static const std::regex call(R"re(\b(counter|gauge|up_down_counter|histogram)\(\s*"(glassbox_[a-z0-9_]+)")re");
-  std::map<std::string, std::string> out;
-  for (const char* dir : {"instrumentation", "core", "exporters"}) {
-    for (const auto& e : fs::recursive_directory_iterator(kSource / dir)) {
-      const auto ext = e.path().extension();
-      if (ext != ".cpp" && ext != ".hpp") continue;
-      const std::string text = read_text(e.path());
-      for (std::sregex_iterator m(text.begin(), text.end(), call), end; m != end; ++m) {
-        const std::string kind = (*m)[1];
-        out[(*m)[2]] = kind == "up_down_counter" ? "gauge" : kind;
+    static const std::regex call(R"re(\b(counter|gauge|up_down_counter|histogram)\(\s*"(glassbox_[a-z0-9_]+)")re");
+    std::map<std::string, std::string> out;
+    for (const char* dir : {"instrumentation", "core", "exporters"}) {
+      for (const auto& e : fs::recursive_directory_iterator(kSource / dir)) {
+        const auto ext = e.path().extension();
+        if (ext != ".cpp" && ext != ".hpp") continue;
+        const std::string text = read_text(e.path());
+        for (std::sregex_iterator m(text.begin(), text.end(), call), end; m != end; ++m) {
+          const std::string kind = (*m)[1];
+          out[(*m)[2]] = kind == "up_down_counter" ? "gauge" : kind;
+        }
       }
     }
-  }
-  return out;
+    return out;
   }();
   return families;
 }
@@ -72,7 +72,9 @@ std::string family_of(const std::string& series) {
   return std::regex_replace(series, suffix, "");
 }
 
-std::string where(const glassbox::testing::DashboardQuery& q) { return "panel '" + q.panel + "' " + q.ref_id + ": " + q.expr; }
+std::string where(const glassbox::testing::DashboardQuery& q) {
+  return "panel '" + q.panel + "' " + q.ref_id + ": " + q.expr;
+}
 
 class GrafanaDashboard : public ::testing::Test {
  protected:
@@ -149,7 +151,8 @@ TEST_F(GrafanaDashboard, EveryFamilyTheCodeRegistersIsOnTheDashboard) {
   for (const auto& q : dashboard_queries(dashboard_)) {
     for (const auto& s : promql_selectors(q.expr)) shown.insert(family_of(s.metric));
   }
-  for (const auto& [family, kind] : families_in_code()) EXPECT_TRUE(shown.count(family)) << family << " (" << kind << ") has no panel";
+  for (const auto& [family, kind] : families_in_code())
+    EXPECT_TRUE(shown.count(family)) << family << " (" << kind << ") has no panel";
 }
 
 TEST_F(GrafanaDashboard, ExpressionsFilterByInstanceUseRateIntervalAndDefinedVariables) {

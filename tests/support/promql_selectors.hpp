@@ -59,8 +59,8 @@ inline std::size_t read_ident(const std::string& s, std::size_t i) {
   return i;
 }
 
-inline const std::set<std::string> kAggregations{"sum",   "min",   "max",          "avg",  "group",   "stddev",
-                                          "stdvar", "count", "count_values", "topk", "bottomk", "quantile"};
+inline const std::set<std::string> kAggregations{"sum",    "min",   "max",          "avg",  "group",   "stddev",
+                                                 "stdvar", "count", "count_values", "topk", "bottomk", "quantile"};
 inline const std::set<std::string> kLabelLists{"by", "without", "on", "ignoring", "group_left", "group_right"};
 inline const std::set<std::string> kKeywords{"and", "or", "unless", "bool", "offset", "atan2", "Inf", "NaN"};
 
