@@ -1,0 +1,236 @@
+// The proof that the dashboard is real: glassbox-demo on the CPU, with both
+// trace exporters on, scraped every second by Debian's Prometheus running the
+// project's own prometheus.yml and alert rules; then every PromQL expression
+// in the Grafana dashboard JSON must return data from Prometheus's HTTP API,
+// its variables must offer values, and every alert rule must evaluate.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "child_process.hpp"
+#include "grafana_dashboard.hpp"
+#include "otlp_collector.hpp"
+
+namespace fs = std::filesystem;
+using glassbox::testing::ChildProcess;
+using glassbox::testing::DashboardQuery;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+const fs::path kSource = GLASSBOX_SOURCE_DIR;
+constexpr const char* kScrapeInterval = "1s";
+// What Grafana makes of $__rate_interval for a 1 s scrape interval: at least
+// four scrapes, so rate() always has two samples to work with.
+constexpr const char* kRateInterval = "5s";
+// Long enough for a fresh demo to use every part and for rate() windows to fill.
+constexpr auto kDataDeadline = 60s;
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("glassbox-e2e-" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+/// The last few lines of a log, for failure messages.
+std::string tail(const std::string& log, std::size_t lines = 15) {
+  std::size_t at = log.size();
+  for (std::size_t n = 0; n <= lines && at != std::string::npos && at > 0; ++n) at = log.rfind('\n', at - 1);
+  return at == std::string::npos ? log : log.substr(at + 1);
+}
+
+/// The first capture of `pattern` in what `p` has written, once it appears.
+std::string wait_for_log(ChildProcess& p, const std::regex& pattern, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline && p.running()) {
+    const std::string log = p.log();
+    if (std::smatch m; std::regex_search(log, m, pattern)) return m[1];
+    std::this_thread::sleep_for(50ms);  // the log is a file the child writes
+  }
+  return "";
+}
+
+/// The project's dashboards/prometheus/ in `dir`, as it is but for the scrape
+/// and evaluation intervals, with a targets.yml that names `target`.
+void write_prometheus_config(const fs::path& dir, const std::string& target) {
+  const fs::path project = kSource / "dashboards/prometheus";
+  for (const auto& e : fs::directory_iterator(project)) {
+    if (e.is_regular_file()) fs::copy_file(e.path(), dir / e.path().filename());
+  }
+  std::ifstream in(project / "prometheus.yml");
+  std::ostringstream text;
+  text << in.rdbuf();
+  static const std::regex interval(R"(\b(scrape_interval|evaluation_interval):[ \t]*\S+)");
+  const std::string config = text.str();
+  if (!std::regex_search(config, interval)) {
+    throw std::runtime_error("dashboards/prometheus/prometheus.yml sets no scrape_interval for the test to shorten");
+  }
+  std::ofstream(dir / "prometheus.yml") << std::regex_replace(config, interval, std::string("$1: ") + kScrapeInterval);
+  std::ofstream(dir / "targets.yml") << "- targets: [\"" << target << "\"]\n";
+}
+
+/// `expr` as Grafana sends it with "All" picked for every variable but the
+/// instance, which is the demo's.
+std::string as_grafana_sends_it(std::string expr, const std::string& instance) {
+  expr = std::regex_replace(expr, std::regex(R"(\$__rate_interval)"), kRateInterval);
+  expr = std::regex_replace(expr, std::regex(R"(\$\{?instance\}?)"), instance);
+  return std::regex_replace(expr, std::regex(R"(\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)"), ".*");
+}
+
+struct QueryOutcome {
+  bool has_data = false;
+  bool only_nan = false;  ///< data, but every value NaN (no events in the window)
+  std::string problem;    ///< what Prometheus said, when it returned nothing
+};
+
+QueryOutcome instant_query(httplib::Client& api, const std::string& promql) {
+  QueryOutcome out;
+  auto res = api.Get("/api/v1/query", httplib::Params{{"query", promql}}, httplib::Headers{});
+  if (!res) return {false, false, "no answer: " + httplib::to_string(res.error())};
+  auto body = json::parse(res->body, nullptr, false);
+  if (res->status != 200 || body.is_discarded() || body.value("status", "") != "success") {
+    return {false, false, "HTTP " + std::to_string(res->status) + ": " + res->body};
+  }
+  const auto& result = body["data"]["result"];
+  out.has_data = !result.empty();
+  out.only_nan = out.has_data;
+  for (const auto& series : result) out.only_nan = out.only_nan && series["value"][1] == "NaN";
+  if (!out.has_data) out.problem = "empty result";
+  return out;
+}
+
+struct DataCheck {
+  std::size_t missing = 0;
+  std::string report;                 ///< each query without data, what was sent, and why
+  std::vector<std::string> only_nan;  ///< queries whose data is all NaN
+};
+
+DataCheck check_data(httplib::Client& api, const std::vector<DashboardQuery>& queries, const std::string& instance) {
+  DataCheck out;
+  for (const auto& q : queries) {
+    const std::string promql = as_grafana_sends_it(q.expr, instance);
+    const QueryOutcome r = instant_query(api, promql);
+    if (r.only_nan) out.only_nan.push_back("'" + q.panel + "' " + q.ref_id);
+    if (r.has_data) continue;
+    ++out.missing;
+    out.report +=
+        "  panel '" + q.panel + "' " + q.ref_id + ": " + q.expr + "\n    sent: " + promql + "\n    " + r.problem + "\n";
+  }
+  return out;
+}
+
+/// What Prometheus answers to a label_values(SELECTOR, LABEL) variable query,
+/// asked the way Grafana asks it; an error text instead when it fails.
+std::vector<std::string> variable_values(httplib::Client& api, const std::string& query, const std::string& instance,
+                                         std::string& problem) {
+  static const std::regex form(R"(^label_values\((.*),\s*([A-Za-z_][A-Za-z0-9_]*)\)$)");
+  std::smatch m;
+  if (!std::regex_match(query, m, form)) {
+    problem = "not label_values(SELECTOR, LABEL): " + query;
+    return {};
+  }
+  auto res = api.Get("/api/v1/label/" + m[2].str() + "/values",
+                     httplib::Params{{"match[]", as_grafana_sends_it(m[1], instance)}}, httplib::Headers{});
+  if (!res || res->status != 200) {
+    problem = res ? "HTTP " + std::to_string(res->status) + ": " + res->body : "no answer";
+    return {};
+  }
+  return json::parse(res->body)["data"].get<std::vector<std::string>>();
+}
+
+/// Rules whose last evaluation failed, and how many rules Prometheus loaded.
+std::string unhealthy_rules(httplib::Client& api, std::size_t& loaded) {
+  loaded = 0;
+  auto res = api.Get("/api/v1/rules");
+  if (!res || res->status != 200) return "GET /api/v1/rules failed\n";
+  const json body = json::parse(res->body);
+  std::string out;
+  for (const auto& group : body["data"]["groups"]) {
+    for (const auto& rule : group["rules"]) {
+      ++loaded;
+      if (rule.value("health", "") != "ok") {
+        out +=
+            "  " + rule.value("name", "") + ": " + rule.value("health", "") + " " + rule.value("lastError", "") + "\n";
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
+  const std::string prometheus_bin = GLASSBOX_PROMETHEUS;
+  ASSERT_FALSE(prometheus_bin.empty() || prometheus_bin.ends_with("NOTFOUND"))
+      << "prometheus not found at configure time; run scripts/install-deps (Debian package 'prometheus')";
+  const json dashboard =
+      glassbox::testing::read_dashboard(kSource / "dashboards/grafana/dashboards/glassbox-runtime.json");
+  const auto queries = glassbox::testing::dashboard_queries(dashboard);
+  ASSERT_FALSE(queries.empty());
+
+  TempDir dir;
+  glassbox::testing::OtlpCollector collector;  // so the OTLP exporter's families exist too
+  ChildProcess demo(GLASSBOX_DEMO_PATH, {"--iterations", "0", "--device", "cpu", "--metrics-addr", "127.0.0.1:0"},
+                    (dir.path / "demo.log").string(),
+                    {"GLASSBOX_TRACE_FILE=" + (dir.path / "trace.json").string(),
+                     "OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.base_url(), "OTEL_BSP_SCHEDULE_DELAY=200",
+                     "OTEL_SERVICE_NAME=glassbox-dashboard-e2e"});
+  const std::string target = wait_for_log(demo, std::regex(R"(http://(127\.0\.0\.1:[0-9]+)/metrics)"), 30s);
+  ASSERT_FALSE(target.empty()) << "the demo printed no /metrics URL:\n" << demo.log();
+
+  write_prometheus_config(dir.path, target);
+  ChildProcess prometheus(prometheus_bin,
+                          {"--config.file=" + (dir.path / "prometheus.yml").string(),
+                           "--storage.tsdb.path=" + (dir.path / "tsdb").string(), "--web.listen-address=127.0.0.1:0"},
+                          (dir.path / "prometheus.log").string());
+  const std::string web =
+      wait_for_log(prometheus, std::regex(R"(msg="Listening on" address=(127\.0\.0\.1:[0-9]+))"), 60s);
+  ASSERT_FALSE(web.empty()) << "Prometheus did not start:\n" << prometheus.log();
+  httplib::Client api("http://" + web);
+  api.set_read_timeout(10, 0);
+
+  // Poll until every expression has data; the demo's parts come up over time.
+  DataCheck data;
+  for (auto deadline = std::chrono::steady_clock::now() + kDataDeadline;;) {
+    data = check_data(api, queries, target);
+    if (data.missing == 0 || std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(1s);  // one scrape
+  }
+  EXPECT_EQ(data.missing, 0u) << data.missing << " of " << queries.size()
+                              << " dashboard expressions returned no data after " << kDataDeadline.count() << " s:\n"
+                              << data.report << "demo log (end):\n"
+                              << tail(demo.log());
+  if (!data.only_nan.empty()) {
+    std::string list;
+    for (const auto& q : data.only_nan) list += " " + q;
+    std::printf("note: NaN only (no events in the last %s):%s\n", kRateInterval, list.c_str());
+  }
+
+  // The variables' drop-downs fill from the same Prometheus, the demo among them.
+  for (const auto& v : glassbox::testing::dashboard_query_variables(dashboard)) {
+    std::string problem;
+    const auto values = variable_values(api, v.query, target, problem);
+    EXPECT_FALSE(values.empty()) << "variable $" << v.name << " (" << v.query << ") has no values " << problem;
+    if (v.name == "instance") {
+      EXPECT_NE(std::find(values.begin(), values.end(), target), values.end()) << "$instance does not offer " << target;
+    }
+  }
+
+  std::size_t rules = 0;
+  const std::string bad_rules = unhealthy_rules(api, rules);
+  EXPECT_GE(rules, 4u) << "alerts.yml was not loaded:\n" << prometheus.log();
+  EXPECT_EQ(bad_rules, "") << "alert rules failed to evaluate against live data:\n" << bad_rules;
+
+  demo.signal(SIGINT);
+  EXPECT_EQ(demo.wait(30s), 0) << "the demo did not stop cleanly on SIGINT:\n" << tail(demo.log());
+  prometheus.signal(SIGTERM);
+  EXPECT_EQ(prometheus.wait(30s), 0) << "Prometheus did not stop cleanly on SIGTERM:\n" << tail(prometheus.log());
+}
