@@ -1,7 +1,7 @@
 // The README's "Link it into your service", done for real: install glassbox
 // from this build tree to a prefix with `cmake --install`, configure and build
 // examples/link-into-service against it with find_package(glassbox) (with
-// the warnings-as-errors flags glassbox's own code builds with), run it, and
+// this tree's flags and warnings, so a sanitizer build links), run it, and
 // scrape its /metrics for what each part counted.
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -38,7 +38,8 @@ std::string configure_command(const fs::path& prefix, const fs::path& build) {
                   " -B " + in_quotes(build) + " -G '" GLASSBOX_CMAKE_GENERATOR "'" +
                   " -DCMAKE_PREFIX_PATH=" + in_quotes(prefix) + " -DCMAKE_BUILD_TYPE=" GLASSBOX_BUILD_TYPE +
                   " -DCMAKE_CXX_COMPILER=" + in_quotes(GLASSBOX_CXX) +
-                  " '-DCMAKE_CXX_FLAGS=-Wall -Wextra -Wpedantic -Wshadow -Werror'";
+                  " '-DCMAKE_CXX_FLAGS=" GLASSBOX_EXAMPLE_CXX_FLAGS "'" +
+                  " '-DCMAKE_EXE_LINKER_FLAGS=" GLASSBOX_EXAMPLE_LINKER_FLAGS "'";
   const std::string ccache = GLASSBOX_CCACHE;
   if (!ccache.empty() && !ccache.ends_with("NOTFOUND")) c += " -DCMAKE_CXX_COMPILER_LAUNCHER=" + in_quotes(ccache);
   return c;
