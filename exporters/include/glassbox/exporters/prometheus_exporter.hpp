@@ -51,7 +51,8 @@ void validate_listen_address(const std::string& address, const std::string& sour
 class PrometheusExporter {
  public:
   /// Starts listening at once; throws glassbox::Error when the address cannot be
-  /// bound, ConfigError when it is beyond loopback with no authentication. The destructor stops serving and joins the server thread.
+  /// bound, ConfigError when it is beyond loopback with no authentication.
+  /// The destructor stops serving and joins the server thread.
   explicit PrometheusExporter(PrometheusOptions options = PrometheusOptions::from_env());
   ~PrometheusExporter();
   PrometheusExporter(const PrometheusExporter&) = delete;
