@@ -70,6 +70,11 @@ std::uint64_t parse_count(const std::string& value, const char* variable, std::u
   return parse_whole(value, variable, min, max, "a whole number");
 }
 
+bool parse_bool(const std::string& value, const char* variable) {
+  if (value != "true" && value != "false") reject(variable, value, "true or false");
+  return value == "true";
+}
+
 std::chrono::milliseconds parse_millis(const std::string& value, const char* variable, std::uint64_t min) {
   auto max = static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max());
   return std::chrono::milliseconds(parse_whole(value, variable, min, max, "a whole number of milliseconds"));

@@ -21,6 +21,8 @@ std::optional<std::pair<const char*, std::string>> first_env(std::initializer_li
 
 /// A whole decimal number in [min, max].
 std::uint64_t parse_count(const std::string& value, const char* variable, std::uint64_t min, std::uint64_t max);
+/// "true" or "false".
+bool parse_bool(const std::string& value, const char* variable);
 /// A whole number of milliseconds, at least `min`.
 std::chrono::milliseconds parse_millis(const std::string& value, const char* variable, std::uint64_t min = 0);
 /// "key1=value1,key2=value2" as W3C Baggage writes it: blanks around keys and

@@ -47,17 +47,6 @@ std::string tail(const std::string& log, std::size_t lines = 15) {
   return at == std::string::npos ? log : log.substr(at + 1);
 }
 
-/// The first capture of `pattern` in what `p` has written, once it appears.
-std::string wait_for_log(ChildProcess& p, const std::regex& pattern, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline && p.running()) {
-    const std::string log = p.log();
-    if (std::smatch m; std::regex_search(log, m, pattern)) return m[1];
-    std::this_thread::sleep_for(50ms);  // the log is a file the child writes
-  }
-  return "";
-}
-
 /// The project's dashboards/prometheus/ in `dir`, as it is but for the scrape
 /// and evaluation intervals, with a targets.yml that names `target`.
 void write_prometheus_config(const fs::path& dir, const std::string& target) {
@@ -179,20 +168,20 @@ TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
   TempDir dir;
   glassbox::testing::OtlpCollector collector;  // so the OTLP exporter's families exist too
   ChildProcess demo(GLASSBOX_DEMO_PATH, {"--iterations", "0", "--device", "cpu", "--metrics-addr", "127.0.0.1:0"},
-                    (dir.path / "demo.log").string(),
                     {"GLASSBOX_TRACE_FILE=" + (dir.path / "trace.json").string(),
                      "OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.base_url(), "OTEL_BSP_SCHEDULE_DELAY=200",
-                     "OTEL_SERVICE_NAME=glassbox-dashboard-e2e"});
-  const std::string target = wait_for_log(demo, std::regex(R"(http://(127\.0\.0\.1:[0-9]+)/metrics)"), 30s);
+                     "OTEL_SERVICE_NAME=glassbox-dashboard-e2e"},
+                    (dir.path / "demo.log").string());
+  const std::string target = demo.wait_for_log(std::regex(R"(http://(127\.0\.0\.1:[0-9]+)/metrics)"), 30s);
   ASSERT_FALSE(target.empty()) << "the demo printed no /metrics URL:\n" << demo.log();
 
   write_prometheus_config(dir.path, target);
   ChildProcess prometheus(prometheus_bin,
                           {"--config.file=" + (dir.path / "prometheus.yml").string(),
                            "--storage.tsdb.path=" + (dir.path / "tsdb").string(), "--web.listen-address=127.0.0.1:0"},
-                          (dir.path / "prometheus.log").string());
+                          {}, (dir.path / "prometheus.log").string());
   const std::string web =
-      wait_for_log(prometheus, std::regex(R"(msg="Listening on" address=(127\.0\.0\.1:[0-9]+))"), 60s);
+      prometheus.wait_for_log(std::regex(R"(msg="Listening on" address=(127\.0\.0\.1:[0-9]+))"), 60s);
   ASSERT_FALSE(web.empty()) << "Prometheus did not start:\n" << prometheus.log();
   httplib::Client api("http://" + web);
   api.set_read_timeout(10, 0);

@@ -3,19 +3,15 @@
 // endpoint set as well both receive the same spans.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
+#include "child_process.hpp"
 #include "otlp_collector.hpp"
 #include "trace_file_reader.hpp"
-
-extern char** environ;
 
 namespace fs = std::filesystem;
 using glassbox::testing::read_all;
@@ -24,62 +20,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The demo as a child process with extra environment variables; its stdout
-// is read through a pipe.
-class Demo {
- public:
-  Demo(const std::vector<std::string>& args, const std::vector<std::string>& extra_env) {
-    int fds[2];
-    if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, fds[0]);
-    std::vector<std::string> argv_s{GLASSBOX_DEMO_PATH};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<std::string> env_s = extra_env;
-    for (char** e = environ; *e; ++e) env_s.emplace_back(*e);
-    auto argv = pointers(argv_s), envp = pointers(env_s);
-    int rc = ::posix_spawn(&pid_, GLASSBOX_DEMO_PATH, &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(fds[1]);
-    if (rc != 0) throw std::runtime_error("posix_spawn failed: " + std::to_string(rc));
-    out_ = ::fdopen(fds[0], "r");
-  }
-  ~Demo() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    if (out_) std::fclose(out_);
-  }
-  std::string read_line() {
-    char buf[1024];
-    return std::fgets(buf, sizeof buf, out_) ? std::string(buf) : std::string();
-  }
-  void signal(int sig) { ::kill(pid_, sig); }
-  std::uint64_t pid() const { return static_cast<std::uint64_t>(pid_); }
-  /// The exit status; -1 when it did not exit normally within `timeout`.
-  int wait(std::chrono::milliseconds timeout) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    int status = 0;
-    while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) return -1;
-      std::this_thread::sleep_for(10ms);
-    }
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
- private:
-  static std::vector<char*> pointers(std::vector<std::string>& v) {
-    std::vector<char*> p;
-    for (auto& s : v) p.push_back(s.data());
-    p.push_back(nullptr);
-    return p;
-  }
-  pid_t pid_ = -1;
-  std::FILE* out_ = nullptr;
+// The demo as a child process with extra environment variables.
+struct Demo : glassbox::testing::ChildProcess {
+  Demo(const std::vector<std::string>& args, const std::vector<std::string>& extra_env)
+      : ChildProcess(GLASSBOX_DEMO_PATH, args, extra_env) {}
 };
 
 std::string temp_path(const std::string& tag) {
@@ -105,7 +49,7 @@ class DemoSignal : public ::testing::TestWithParam<int> {};
 TEST_P(DemoSignal, TheTraceFileIsValidAfterTheSignal) {
   std::string path = temp_path(std::to_string(GetParam()));
   Demo demo(kArgs, {"GLASSBOX_TRACE_FILE=" + path, "OTEL_BSP_SCHEDULE_DELAY=50"});
-  std::string banner = demo.read_line();
+  std::string banner = demo.first_line(30s);
   EXPECT_NE(banner.find("traces: file " + path), std::string::npos) << banner;
   ASSERT_TRUE(wait_for_text(path, "glassbox.demo.round", 20s)) << "no round span reached the file";
   demo.signal(GetParam());
@@ -133,7 +77,7 @@ TEST(DemoTracing, OtlpAndTheTraceFileReceiveTheSameSpans) {
              "127.0.0.1:0"},
             {"GLASSBOX_TRACE_FILE=" + path, "OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.base_url(),
              "OTEL_SERVICE_NAME=demo-under-test"});
-  std::string banner = demo.read_line();
+  std::string banner = demo.first_line(30s);
   EXPECT_NE(banner.find("otlp -> " + collector.traces_url()), std::string::npos) << banner;
   std::uint64_t pid = demo.pid();
   ASSERT_EQ(demo.wait(30s), 0);

@@ -9,9 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -24,12 +27,13 @@ namespace glassbox::testing {
 
 class ChildProcess {
  public:
-  ChildProcess(const std::string& program, const std::vector<std::string>& args, const std::string& log_path,
-               const std::vector<std::string>& extra_env = {})
-      : log_path_(log_path) {
+  /// Output goes to `log_path`, or to a temporary file removed with the object.
+  ChildProcess(const std::string& program, const std::vector<std::string>& args,
+               const std::vector<std::string>& extra_env = {}, const std::string& log_path = {})
+      : log_path_(log_path.empty() ? temp_log() : log_path), own_log_(log_path.empty()) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
     std::vector<std::string> argv_s{program};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
@@ -45,6 +49,7 @@ class ChildProcess {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
     }
+    if (own_log_) std::remove(log_path_.c_str());
   }
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -66,6 +71,21 @@ class ChildProcess {
     s << in.rdbuf();
     return s.str();
   }
+  /// The first capture group of `pattern` in what the child has written, once
+  /// it appears; empty when the child exits or `timeout` passes first.
+  std::string wait_for_log(const std::regex& pattern, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const bool alive = running();  // read after this, so a last line is not missed
+      const std::string text = log();
+      if (std::smatch m; std::regex_search(text, m, pattern)) return m[1];
+      if (!alive || std::chrono::steady_clock::now() > deadline) return "";
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the log is a file the child writes
+    }
+  }
+  /// The first line the child writes (without its newline).
+  std::string first_line(std::chrono::milliseconds timeout) { return wait_for_log(std::regex("^([^\\n]*)\\n"), timeout); }
+
   /// The exit status once it exits within `timeout`; -1 when it is still
   /// running then, or was ended by a signal.
   int wait(std::chrono::milliseconds timeout) {
@@ -84,7 +104,12 @@ class ChildProcess {
     p.push_back(nullptr);
     return p;
   }
+  static std::string temp_log() {
+    static std::atomic<int> counter{0};
+    return "/tmp/glassbox-child-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".log";
+  }
   std::string log_path_;
+  bool own_log_;
   pid_t pid_ = -1;
   int status_ = 0;
 };

@@ -11,20 +11,36 @@
 // ("Cannot create threads"). cpp-httplib uses std::thread with default stacks.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "glassbox/exporters/basic_auth.hpp"
 #include "glassbox/metrics/registry.hpp"
 
 namespace glassbox::exporters {
 
 struct PrometheusOptions {
-  /// host:port or [v6-host]:port; port 0 picks a free port.
-  std::string address = "127.0.0.1:9464";
-  metrics::Registry* registry = &metrics::Registry::global();
+  // A constructor, not aggregate init, so `{address, &registry}` stays valid
+  // (and warning-free) as members are added.
+  PrometheusOptions(std::string listen = "127.0.0.1:9464", metrics::Registry* source = &metrics::Registry::global())
+      : address(std::move(listen)), registry(source) {}
 
-  /// Address from GLASSBOX_METRICS_ADDR, else the default. A malformed value
-  /// throws ConfigError naming the variable and the accepted form.
+  /// host:port or [v6-host]:port; port 0 picks a free port.
+  std::string address;
+  metrics::Registry* registry;
+  /// When set, every request needs these credentials (else 401).
+  std::optional<BasicAuth> basic_auth;
+  /// An address other than loopback (127.0.0.0/8, ::1, localhost) without
+  /// basic_auth is refused at startup unless this is true: anyone who can
+  /// reach the port could otherwise read the process's metrics.
+  bool allow_unauthenticated = false;
+
+  /// Address from GLASSBOX_METRICS_ADDR, credentials from BasicAuth::from_env(),
+  /// allow_unauthenticated from GLASSBOX_METRICS_ALLOW_UNAUTHENTICATED
+  /// (true|false), else the defaults. A malformed value throws ConfigError
+  /// naming the variable and the accepted form.
   static PrometheusOptions from_env();
 };
 
@@ -35,7 +51,8 @@ void validate_listen_address(const std::string& address, const std::string& sour
 class PrometheusExporter {
  public:
   /// Starts listening at once; throws glassbox::Error when the address cannot be
-  /// bound. The destructor stops serving and joins the server thread.
+  /// bound, ConfigError when it is beyond loopback with no authentication.
+  /// The destructor stops serving and joins the server thread.
   explicit PrometheusExporter(PrometheusOptions options = PrometheusOptions::from_env());
   ~PrometheusExporter();
   PrometheusExporter(const PrometheusExporter&) = delete;
