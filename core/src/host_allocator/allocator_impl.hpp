@@ -29,10 +29,14 @@ struct alignas(64) Block {
   std::size_t size = 0;
   std::uint32_t cls = 0;
   PoolId pool;
-  // Guards the four fields below once the block is handed out (record_stream
-  // may come from another thread than free).
+  // Guards `streams` and `event_count` once the block is handed out
+  // (record_stream may come from another thread than free).
   detail::SpinLock lock;
-  bool allocated = false;
+  // Atomic so that free() of a block used on no stream needs no lock: set by
+  // record_stream under `lock`, so a free that reads it false has no streams
+  // to copy (record_stream must happen before free, as with PyTorch).
+  std::atomic<bool> has_streams{false};
+  std::atomic<bool> allocated{false};  // read by record_stream under `lock`
   bool captured = false;  // allocated while its stream was capturing
   std::vector<StreamId> streams;
   int event_count = 0;
@@ -99,6 +103,11 @@ struct ThreadCache {
   std::array<Slot, SizeClasses::kCount> slots{};
 };
 
+// The calling thread's cache of the allocator it used last (by id): the
+// fast path of Impl::local_cache(), defined in thread_cache.cpp.
+extern thread_local constinit std::uint64_t tl_cache_owner;
+extern thread_local constinit ThreadCache* tl_cache;
+
 struct Metrics {
   metrics::Registry& registry;
   metrics::Counter requested_bytes;
@@ -135,7 +144,11 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   void start_background_thread();
 
   // thread caches
-  ThreadCache* local_cache();
+  ThreadCache* local_cache() {
+    if (tl_cache_owner == id) [[likely]] return tl_cache;
+    return find_local_cache();
+  }
+  ThreadCache* find_local_cache();
   void retire_cache(ThreadCache& tc);
   void drain_cache(ThreadCache& tc);
 

@@ -131,7 +131,7 @@ HostAllocation CachingHostAllocator::allocate(std::size_t size) {
 void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool hit, bool captured) {
   // No lock: the block is on no list, so only this caller can see it until
   // allocate() returns; record_stream and free come after, in its order.
-  b->allocated = true;
+  b->allocated.store(true, std::memory_order_relaxed);
   b->captured = captured;
   ClassMetrics& cm = class_metrics(b->cls);
   cm.requests.inc();
@@ -234,24 +234,26 @@ void CachingHostAllocator::free(void* ctx) {
   if (ctx == nullptr) return;
   Impl& a = *impl_;
   auto* b = static_cast<Block*>(ctx);
+  ClassMetrics& cm = a.class_metrics(b->cls);
+  if (!b->has_streams.load(std::memory_order_acquire)) {
+    b->allocated.store(false, std::memory_order_relaxed);
+    cm.active_blocks.add(-1);
+    cm.active_bytes.add(-static_cast<std::int64_t>(b->size));
+    return a.return_free(b, cm);
+  }
   // Thread-local scratch: a free with streams allocates nothing once warm.
   thread_local std::vector<StreamId> streams;
-  streams.clear();
-  bool captured;
   {
     std::lock_guard lock(b->lock);
-    b->allocated = false;
-    captured = b->captured;
-    if (!b->streams.empty()) {
-      streams.assign(b->streams.begin(), b->streams.end());
-      b->streams.clear();
-      b->event_count += static_cast<int>(streams.size());
-    }
+    b->allocated.store(false, std::memory_order_relaxed);
+    b->has_streams.store(false, std::memory_order_relaxed);
+    streams.assign(b->streams.begin(), b->streams.end());
+    b->streams.clear();
+    b->event_count += static_cast<int>(streams.size());
   }
-  ClassMetrics& cm = a.class_metrics(b->cls);
   cm.active_blocks.add(-1);
   cm.active_bytes.add(-static_cast<std::int64_t>(b->size));
-  if (streams.empty()) return a.return_free(b, cm);
+  const bool captured = b->captured;
   if (captured) {
     // No event recorded during capture says when a graph replay is done
     // with the block: it stays out of circulation for good.
@@ -363,10 +365,11 @@ bool CachingHostAllocator::record_stream(void* ptr, void* ctx, StreamId stream) 
   }
   if (!found) return false;
   std::lock_guard lock(b->lock);
-  if (!b->allocated) {
+  if (!b->allocated.load(std::memory_order_relaxed)) {
     throw Error("glassbox host allocator: record_stream on a block that is not allocated (freed already?)");
   }
   if (std::find(b->streams.begin(), b->streams.end(), stream) == b->streams.end()) b->streams.push_back(stream);
+  b->has_streams.store(true, std::memory_order_release);
   return true;
 }
 
