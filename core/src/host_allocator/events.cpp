@@ -70,9 +70,7 @@ void CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t si
       available = --b->event_count == 0;
     }
     if (available) {
-      class_metrics(b->cls).pending_blocks.add(-1);
-      class_metrics(b->cls).free_blocks.add(1);
-      m.cached_bytes.add(static_cast<std::int64_t>(b->size));
+      records[b->cls].pending_blocks.fetch_sub(1, std::memory_order_relaxed);
       push_central(pool, b);
     }
     // Last: once the backlog reads zero, every block it held is reusable.
