@@ -88,13 +88,14 @@ struct ClassView {
 };
 
 // One class's hot-path counts, this allocator's own (cells in no family): a
-// cached allocate+free pair updates two or three cells, and the bucket's
-// series (blocks by state, active and cached bytes, rounded bytes) follow
-// from these at scrape time.
+// cached allocate+free pair updates two of them (hits, freed), and the
+// bucket's series (requests, blocks by state, active and cached bytes,
+// rounded bytes) follow from these at scrape time.
 struct ClassCounts {
-  metrics::Counter taken = metrics::Counter::create({});  // allocate() calls
-  metrics::Counter hits = metrics::Counter::create({});   // of which served from a cache
-  metrics::Counter freed = metrics::Counter::create({});  // free() calls
+  metrics::Counter hits = metrics::Counter::create({});    // allocate() calls served from a cache
+  metrics::Counter misses = metrics::Counter::create({});  // allocate() calls that made a block
+  metrics::Counter freed = metrics::Counter::create({});   // free() calls
+  std::uint64_t requests() const { return hits.value() + misses.value(); }
   ClassMetrics* series = nullptr;
   ClassView published;  // guarded by Impl::publish_mu
 };

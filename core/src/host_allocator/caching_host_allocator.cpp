@@ -93,8 +93,11 @@ void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool h
   b->allocated.store(true, std::memory_order_relaxed);
   b->captured = captured;
   ClassCounts& cc = class_counts(b->cls);
-  cc.taken.inc();
-  if (hit) cc.hits.inc();
+  if (hit) {
+    cc.hits.inc();
+  } else {
+    cc.misses.inc();
+  }
   m.requested_bytes.inc(size);
 }
 

@@ -67,7 +67,7 @@ HostStats CachingHostAllocator::stats() const {
     take_out_cached(cs.active_bytes, tc_bytes[c]);
     if (ClassCounts* cc = r.counts.load(std::memory_order_acquire)) {
       std::lock_guard lock(r.mu);
-      cs.requests = static_cast<std::int64_t>(cc->taken.value() - r.requests_base);
+      cs.requests = static_cast<std::int64_t>(cc->requests() - r.requests_base);
       cs.cache_hits = static_cast<std::int64_t>(cc->hits.value() - r.hits_base);
     }
     add_into(out.active_requests, cs.active_requests);
@@ -102,7 +102,7 @@ void CachingHostAllocator::reset_accumulated_stats() {
     std::lock_guard lock(r.mu);
     for (Stat* s : {&r.allocations, &r.allocated_bytes, &r.active_requests, &r.active_bytes}) reset(*s);
     if (ClassCounts* cc = r.counts.load(std::memory_order_acquire)) {
-      r.requests_base = cc->taken.value();
+      r.requests_base = cc->requests();
       r.hits_base = cc->hits.value();
     }
   }

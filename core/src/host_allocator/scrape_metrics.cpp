@@ -55,13 +55,13 @@ ClassMetrics* Metrics::resolve(unsigned bucket) {
   return slot.get();
 }
 
-// Reads `freed` before `taken`: an allocate+free pair that lands in between
+// Reads `freed` before the requests: an allocate+free pair that lands in between
 // counts one block active for this scrape, never one too few.
 ClassView CachingHostAllocator::Impl::view(std::uint32_t cls, const ClassCounts& cc) {
   ClassRecord& r = records[cls];
   ClassView v;
   const auto freed = static_cast<std::int64_t>(cc.freed.value());
-  v.requests = static_cast<std::int64_t>(cc.taken.value());
+  v.requests = static_cast<std::int64_t>(cc.requests());
   v.hits = static_cast<std::int64_t>(cc.hits.value());
   v.active = v.requests - freed;
   v.pending = r.pending_blocks.load(std::memory_order_relaxed);
