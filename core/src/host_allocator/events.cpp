@@ -35,8 +35,8 @@ std::optional<std::pair<EventId, Block*>> pop_oldest(BlockPool& pool) {
 // size >= 0: look only at blocks of that class, skipping the rest, and stop
 // once one block becomes free or every event has been looked at.
 void CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t size) {
-  std::size_t max_events;
-  {
+  std::size_t max_events = 0;
+  if (size != -1) {
     std::lock_guard lock(pool.events_mu);
     max_events = pool.events.size();
   }
