@@ -74,9 +74,9 @@ void CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t si
       push_central(pool, b);
     }
     // Last: once the backlog reads zero, every block it held is reusable.
-    pool.pending.fetch_sub(1, std::memory_order_release);
+    const bool backlog_gone = pool.pending.fetch_sub(1, std::memory_order_release) == 1;
     m.pending_events.add(-1);
-    if (available && size != -1) return;
+    if ((available && size != -1) || backlog_gone) return;
   }
 }
 
