@@ -125,7 +125,8 @@ CachingHostAllocator::Impl::~Impl() {
   publish();
   std::int64_t cached = 0;
   for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
-    if (ClassCounts* cc = records[c].counts.load()) cached += cc->published.free * static_cast<std::int64_t>(classes.size(c));
+    ClassCounts* cc = records[c].counts.load();
+    if (cc != nullptr) cached += cc->published.free * static_cast<std::int64_t>(classes.size(c));
   }
   m.cached_bytes.add(-cached);
   if (background.joinable()) {
