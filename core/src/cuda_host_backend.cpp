@@ -29,6 +29,14 @@ void touch_pages(char* p, std::size_t bytes, int threads) {
   for (auto& w : workers) w.join();
 }
 
+// With one device every stream is on it: no driver call per recorded event.
+int stream_device(cudaStream_t s) {
+  if (cuda_device_count() == 1) return 0;
+  int device = 0;
+  check_cuda(cudaStreamGetDevice(s, &device), "cudaStreamGetDevice");
+  return device;
+}
+
 bool out_of_memory(cudaError_t e) {
   if (e != cudaErrorMemoryAllocation) return false;
   (void)cudaGetLastError();  // clear it: the allocator retries after freeing cache
@@ -96,9 +104,7 @@ CudaHostBackend::PooledEvent* CudaHostBackend::take_event(int device) {
 
 host_allocator::EventId CudaHostBackend::record_event(host_allocator::StreamId stream) {
   auto s = reinterpret_cast<cudaStream_t>(stream);
-  int device = 0;
-  check_cuda(cudaStreamGetDevice(s, &device), "cudaStreamGetDevice");
-  PooledEvent* e = take_event(device);
+  PooledEvent* e = take_event(stream_device(s));
   cudaError_t status = cudaEventRecord(e->event, s);
   if (status != cudaSuccess) {
     release_event(reinterpret_cast<host_allocator::EventId>(e));

@@ -173,7 +173,22 @@ Family<Histogram>& Registry::histogram(std::string_view name, std::string_view h
                             {std::make_shared<const std::vector<double>>(std::move(upper_bounds))});
 }
 
+std::uint64_t Registry::add_collector(std::function<void()> collect) {
+  std::lock_guard lock(collectors_mu_);
+  collectors_.emplace(++next_collector_, std::move(collect));
+  return next_collector_;
+}
+
+void Registry::remove_collector(std::uint64_t id) {
+  std::lock_guard lock(collectors_mu_);
+  collectors_.erase(id);
+}
+
 Snapshot Registry::snapshot() const {
+  {
+    std::lock_guard lock(collectors_mu_);
+    for (const auto& [id, collect] : collectors_) collect();
+  }
   Snapshot out;
   std::lock_guard lock(mu_);
   auto threads = detail::lock_threads();

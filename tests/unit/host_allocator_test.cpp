@@ -319,6 +319,34 @@ TEST(HostAllocator, MaxCachedBytesTrimsTheLeastRecentlyFreed) {
   EXPECT_EQ(left, (std::set<void*>{b.ptr, c.ptr}));
 }
 
+// Series are computed at scrape time from each allocator's own counts: two
+// allocators on one registry add up, and one that goes takes its cached
+// bytes along while the per-bucket series keep their last values.
+TEST(HostAllocator, AllocatorsSharingARegistryAddUpInItsSeries) {
+  Fixture f;
+  gha::HostAllocatorOptions o;
+  o.registry = &f.registry;
+  auto other = std::make_unique<gha::CachingHostAllocator>(f.backend, o);
+  auto held = f.allocator->allocate(3000);
+  f.allocator->free(f.allocator->allocate(3000).ctx);
+  other->free(other->allocate(4000).ctx);
+  auto other_held = other->allocate(4096);
+  EXPECT_EQ(f.metric("glassbox_host_alloc_requests_total", {{"bucket", "12"}}), 4);
+  EXPECT_EQ(f.metric("glassbox_host_alloc_cache_hits_total", {{"bucket", "12"}}), 1);
+  EXPECT_EQ(f.metric("glassbox_host_blocks", {{"state", "active"}}), 2);
+  EXPECT_EQ(f.metric("glassbox_host_blocks", {{"state", "free"}}), 1);
+  EXPECT_EQ(f.metric("glassbox_host_memory_active_bytes"), 2 * 4096);
+  EXPECT_EQ(f.metric("glassbox_host_memory_cached_bytes"), 4096);
+  EXPECT_EQ(f.metric("glassbox_host_rounded_bytes_total"), 4 * 4096);
+  other->free(other_held.ctx);
+  other.reset();
+  EXPECT_EQ(f.metric("glassbox_host_memory_cached_bytes"), 4096);  // f's free block only
+  EXPECT_EQ(f.metric("glassbox_host_blocks", {{"state", "free"}}), 2);
+  f.allocator->free(held.ctx);
+  EXPECT_EQ(f.metric("glassbox_host_blocks", {{"state", "free"}}), 3);
+  EXPECT_EQ(f.metric("glassbox_host_memory_cached_bytes"), 2 * 4096);
+}
+
 TEST(HostAllocator, StatsCountRequestsHitsAndBlocks) {
   Fixture f("thread_cache:0");
   for (int i = 0; i < 5; ++i) f.allocator->free(f.allocator->allocate(3000).ctx);

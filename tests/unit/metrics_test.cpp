@@ -186,3 +186,15 @@ TEST(Metrics, UpDownCounterSumsSignedSharesAcrossThreads) {
   EXPECT_EQ(snap[0].type, gm::MetricType::gauge);
   EXPECT_THROW(r.gauge("test_active_blocks", "blocks"), glassbox::ConfigError);
 }
+
+TEST(Metrics, CollectorsRunBeforeEachSnapshotUntilRemoved) {
+  gm::Registry r;
+  auto g = r.gauge("test_collected", "set by a collector").with();
+  int runs = 0;
+  std::uint64_t id = r.add_collector([&] { g.set(++runs * 10.0); });
+  EXPECT_EQ(gm::find_series(r.snapshot(), "test_collected")->value, 10);
+  EXPECT_EQ(gm::find_series(r.snapshot(), "test_collected")->value, 20);
+  r.remove_collector(id);
+  EXPECT_EQ(gm::find_series(r.snapshot(), "test_collected")->value, 20);
+  EXPECT_EQ(runs, 2);
+}

@@ -1,7 +1,7 @@
 #pragma once
 // The caching host allocator's insides, shared by its source files.
 //
-// Lock order (outer first): instance_mu; caches_mu; a thread cache's lock;
+// Lock order (outer first): publish_mu; instance_mu; caches_mu; a thread cache's lock;
 // a pool's class lock, then its blocks_mu; a class record's mu; slow_mu.
 // events_mu and a block's lock are taken alone.
 #include <array>
@@ -29,10 +29,14 @@ struct alignas(64) Block {
   std::size_t size = 0;
   std::uint32_t cls = 0;
   PoolId pool;
-  // Guards the four fields below once the block is handed out (record_stream
-  // may come from another thread than free).
+  // Guards `streams` and `event_count` once the block is handed out
+  // (record_stream may come from another thread than free).
   detail::SpinLock lock;
-  bool allocated = false;
+  // Atomic so that free() of a block used on no stream needs no lock: set by
+  // record_stream under `lock`, so a free that reads it false has no streams
+  // to copy (record_stream must happen before free, as with PyTorch).
+  std::atomic<bool> has_streams{false};
+  std::atomic<bool> allocated{false};  // read by record_stream under `lock`
   bool captured = false;  // allocated while its stream was capturing
   std::vector<StreamId> streams;
   int event_count = 0;
@@ -62,7 +66,9 @@ struct PrivatePool {
   int use_count = 1;
 };
 
-// Metric series of one size class, resolved the first time the class is used.
+// The exported series of one bucket, resolved the first time a class of it is
+// used. Shared by every allocator on the registry; each adds what changed
+// since its last scrape (Impl::publish).
 struct ClassMetrics {
   metrics::Counter requests;
   metrics::Counter hits;
@@ -70,6 +76,28 @@ struct ClassMetrics {
   metrics::UpDownCounter free_blocks;
   metrics::UpDownCounter pending_blocks;
   metrics::UpDownCounter active_bytes;
+};
+
+// What publish() last added to a class's series.
+struct ClassView {
+  std::int64_t requests = 0;
+  std::int64_t hits = 0;
+  std::int64_t active = 0;
+  std::int64_t free = 0;
+  std::int64_t pending = 0;
+};
+
+// One class's hot-path counts, this allocator's own (cells in no family): a
+// cached allocate+free pair updates two of them (hits, freed), and the
+// bucket's series (requests, blocks by state, active and cached bytes,
+// rounded bytes) follow from these at scrape time.
+struct ClassCounts {
+  metrics::Counter hits = metrics::Counter::create({});    // allocate() calls served from a cache
+  metrics::Counter misses = metrics::Counter::create({});  // allocate() calls that made a block
+  metrics::Counter freed = metrics::Counter::create({});   // free() calls
+  std::uint64_t requests() const { return hits.value() + misses.value(); }
+  ClassMetrics* series = nullptr;
+  ClassView published;  // guarded by Impl::publish_mu
 };
 
 // Per class, over all pools. `active_*` count blocks out of the shared free
@@ -82,7 +110,9 @@ struct ClassRecord {
   Stat active_bytes;
   std::uint64_t requests_base = 0;  // counter values at the last reset
   std::uint64_t hits_base = 0;
-  std::atomic<ClassMetrics*> metrics{nullptr};
+  std::atomic<std::int64_t> pending_blocks{0};  // freed, waiting on events (or captured: for good)
+  std::atomic<ClassCounts*> counts{nullptr};    // set once, under Impl::counts_mu
+  std::unique_ptr<ClassCounts> owned_counts;
 };
 
 // A thread's free blocks of the default pool, per class. Only blocks up to
@@ -98,6 +128,11 @@ struct ThreadCache {
   detail::SpinLock lock;
   std::array<Slot, SizeClasses::kCount> slots{};
 };
+
+// The calling thread's cache of the allocator it used last (by id): the
+// fast path of Impl::local_cache(), defined in thread_cache.cpp.
+extern thread_local constinit std::uint64_t tl_cache_owner;
+extern thread_local constinit ThreadCache* tl_cache;
 
 struct Metrics {
   metrics::Registry& registry;
@@ -124,7 +159,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   Block* create_block(std::size_t size, std::uint32_t cls, BlockPool& pool);
   void* backend_allocate_or_retry(std::size_t size, std::size_t rounded);
   void on_allocated(Block* b, std::size_t size, bool hit, bool captured);
-  void return_free(Block* b, ClassMetrics& cm);
+  void return_free(Block* b);
   void push_central(BlockPool& pool, Block* b);
   void queue_events(Block* b, const std::vector<StreamId>& streams);
   BlockPool& pool_of(const Block* b);
@@ -135,7 +170,11 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   void start_background_thread();
 
   // thread caches
-  ThreadCache* local_cache();
+  ThreadCache* local_cache() {
+    if (tl_cache_owner == id) [[likely]] return tl_cache;
+    return find_local_cache();
+  }
+  ThreadCache* find_local_cache();
   void retire_cache(ThreadCache& tc);
   void drain_cache(ThreadCache& tc);
 
@@ -145,7 +184,14 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   void trim_to_cap();
   void deallocate(Block* b);
 
-  ClassMetrics& class_metrics(std::uint32_t cls);
+  ClassCounts& class_counts(std::uint32_t cls) {
+    ClassCounts* cc = records[cls].counts.load(std::memory_order_acquire);
+    return cc != nullptr ? *cc : create_class_counts(cls);
+  }
+  ClassCounts& create_class_counts(std::uint32_t cls);
+  // metrics at scrape time
+  ClassView view(std::uint32_t cls, const ClassCounts& cc);
+  void publish();
 
   std::shared_ptr<HostBackend> backend;
   HostAllocatorConfig config;
@@ -156,6 +202,9 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
 
   BlockPool default_pool{PoolId{}};
   std::array<ClassRecord, SizeClasses::kCount> records;
+  std::mutex counts_mu;
+  std::mutex publish_mu;
+  std::uint64_t collector_id = 0;
   std::atomic<std::int64_t> central_free_bytes{0};
   std::atomic<std::uint64_t> tick{0};
   std::mutex trim_mu;

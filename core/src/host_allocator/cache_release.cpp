@@ -36,9 +36,6 @@ void CachingHostAllocator::Impl::deallocate(Block* b) {
     r.allocations.decrease(1);
     r.allocated_bytes.decrease(static_cast<std::int64_t>(b->size));
   }
-  ClassMetrics& cm = class_metrics(b->cls);
-  cm.free_blocks.add(-1);
-  m.cached_bytes.add(-static_cast<std::int64_t>(b->size));
   m.reserved_bytes.sub(static_cast<double>(b->size));
   delete b;
 }
@@ -122,6 +119,16 @@ void CachingHostAllocator::Impl::trim_to_cap() {
 }
 
 CachingHostAllocator::Impl::~Impl() {
+  // Per-bucket series keep their last values; the cached-bytes total leaves
+  // the shared registry with this allocator's blocks.
+  m.registry.remove_collector(collector_id);
+  publish();
+  std::int64_t cached = 0;
+  for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
+    ClassCounts* cc = records[c].counts.load();
+    if (cc != nullptr) cached += cc->published.free * static_cast<std::int64_t>(classes.size(c));
+  }
+  m.cached_bytes.add(-cached);
   if (background.joinable()) {
     background_active = false;
     background_cv.notify_all();
@@ -144,7 +151,6 @@ CachingHostAllocator::Impl::~Impl() {
       delete b;
     }
   };
-  m.cached_bytes.add(-central_free_bytes.load());
   release_all(default_pool);
   for (auto& entry : private_pools) release_all(entry.second->blocks);
 }

@@ -23,54 +23,9 @@ const nvtx::RegisteredName& backend_alloc_range() {
   return name;
 }
 
-metrics::Counter unrecyclable(metrics::Registry& r, std::string_view reason) {
-  return r.counter("glassbox_host_blocks_unrecyclable_total",
-                   "Blocks kept out of reuse for good: used during graph capture, or an event could not be recorded",
-                   {"reason"})
-      .with({reason});
-}
-
 std::string pool_text(PoolId id) { return "(" + std::to_string(id.first) + "," + std::to_string(id.second) + ")"; }
 
 }  // namespace
-
-Metrics::Metrics(metrics::Registry& r)
-    : registry(r),
-      requested_bytes(r.counter("glassbox_host_requested_bytes_total", "Bytes asked of the host allocator").with()),
-      rounded_bytes(r.counter("glassbox_host_rounded_bytes_total",
-                              "Bytes handed out after rounding to a size class (minus requested = waste)")
-                        .with()),
-      reserved_bytes(r.gauge("glassbox_host_memory_reserved_bytes", "Pinned host bytes held, cached or in use").with()),
-      cached_bytes(r.up_down_counter("glassbox_host_memory_cached_bytes", "Pinned host bytes in free blocks").with()),
-      pending_events(r.up_down_counter("glassbox_host_pending_events",
-                                       "Events recorded on freed blocks and not yet seen complete (the backlog)")
-                         .with()),
-      backend_alloc_seconds(r.histogram("glassbox_host_backend_alloc_seconds",
-                                        "Time to get a new pinned block from the backend (the slow path)", {},
-                                        metrics::exponential_buckets(1e-6, 4, 12))
-                                .with()),
-      unrecyclable_captured(unrecyclable(r, "captured")),
-      unrecyclable_record_failed(unrecyclable(r, "event_record_failed")) {}
-
-ClassMetrics* Metrics::resolve(unsigned bucket) {
-  std::lock_guard lock(mu);
-  auto& slot = by_bucket[bucket];
-  if (!slot) {
-    const std::string b = std::to_string(bucket);
-    auto& blocks = registry.up_down_counter("glassbox_host_blocks", "Pinned blocks by state", {"bucket", "state"});
-    slot = std::make_unique<ClassMetrics>(ClassMetrics{
-        registry.counter("glassbox_host_alloc_requests_total", "allocate() calls", {"bucket"}).with({b}),
-        registry.counter("glassbox_host_alloc_cache_hits_total", "allocate() calls served from a cache", {"bucket"})
-            .with({b}),
-        blocks.with({b, "active"}),
-        blocks.with({b, "free"}),
-        blocks.with({b, "pending_event"}),
-        registry.up_down_counter("glassbox_host_memory_active_bytes", "Pinned bytes in blocks in use", {"bucket"})
-            .with({b}),
-    });
-  }
-  return slot.get();
-}
 
 CachingHostAllocator::Impl::Impl(std::shared_ptr<HostBackend> b, Options o)
     : backend(std::move(b)),
@@ -78,15 +33,19 @@ CachingHostAllocator::Impl::Impl(std::shared_ptr<HostBackend> b, Options o)
       classes(o.config.size_classes),
       warn(o.warn ? std::move(o.warn) : [](const std::string& w) { std::fprintf(stderr, "glassbox: %s\n", w.c_str()); }),
       m(*o.registry),
-      id(next_allocator_id()) {}
+      id(next_allocator_id()) {
+  collector_id = m.registry.add_collector([this] { publish(); });
+}
 
-ClassMetrics& CachingHostAllocator::Impl::class_metrics(std::uint32_t cls) {
-  ClassMetrics* cm = records[cls].metrics.load(std::memory_order_acquire);
-  if (cm == nullptr) [[unlikely]] {
-    cm = m.resolve(classes.bucket(cls));
-    records[cls].metrics.store(cm, std::memory_order_release);
+ClassCounts& CachingHostAllocator::Impl::create_class_counts(std::uint32_t cls) {
+  std::lock_guard lock(counts_mu);
+  ClassRecord& r = records[cls];
+  if (r.owned_counts == nullptr) {
+    r.owned_counts = std::make_unique<ClassCounts>();
+    r.owned_counts->series = m.resolve(classes.bucket(cls));
+    r.counts.store(r.owned_counts.get(), std::memory_order_release);
   }
-  return *cm;
+  return *r.owned_counts;
 }
 
 CachingHostAllocator::CachingHostAllocator(std::shared_ptr<HostBackend> backend, Options options)
@@ -131,19 +90,15 @@ HostAllocation CachingHostAllocator::allocate(std::size_t size) {
 void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool hit, bool captured) {
   // No lock: the block is on no list, so only this caller can see it until
   // allocate() returns; record_stream and free come after, in its order.
-  b->allocated = true;
+  b->allocated.store(true, std::memory_order_relaxed);
   b->captured = captured;
-  ClassMetrics& cm = class_metrics(b->cls);
-  cm.requests.inc();
-  cm.active_blocks.add(1);
-  cm.active_bytes.add(static_cast<std::int64_t>(b->size));
+  ClassCounts& cc = class_counts(b->cls);
   if (hit) {
-    cm.hits.inc();
-    cm.free_blocks.add(-1);
-    m.cached_bytes.add(-static_cast<std::int64_t>(b->size));
+    cc.hits.inc();
+  } else {
+    cc.misses.inc();
   }
   m.requested_bytes.inc(size);
-  m.rounded_bytes.inc(b->size);
 }
 
 Block* CachingHostAllocator::Impl::take_cached(BlockPool& pool, std::uint32_t cls) {
@@ -234,28 +189,25 @@ void CachingHostAllocator::free(void* ctx) {
   if (ctx == nullptr) return;
   Impl& a = *impl_;
   auto* b = static_cast<Block*>(ctx);
+  a.class_counts(b->cls).freed.inc();
+  if (!b->has_streams.load(std::memory_order_acquire)) {
+    b->allocated.store(false, std::memory_order_relaxed);
+    return a.return_free(b);
+  }
   // Thread-local scratch: a free with streams allocates nothing once warm.
   thread_local std::vector<StreamId> streams;
-  streams.clear();
-  bool captured;
   {
     std::lock_guard lock(b->lock);
-    b->allocated = false;
-    captured = b->captured;
-    if (!b->streams.empty()) {
-      streams.assign(b->streams.begin(), b->streams.end());
-      b->streams.clear();
-      b->event_count += static_cast<int>(streams.size());
-    }
+    b->allocated.store(false, std::memory_order_relaxed);
+    b->has_streams.store(false, std::memory_order_relaxed);
+    streams.assign(b->streams.begin(), b->streams.end());
+    b->streams.clear();
+    b->event_count += static_cast<int>(streams.size());
   }
-  ClassMetrics& cm = a.class_metrics(b->cls);
-  cm.active_blocks.add(-1);
-  cm.active_bytes.add(-static_cast<std::int64_t>(b->size));
-  if (streams.empty()) return a.return_free(b, cm);
-  if (captured) {
+  if (b->captured) {
     // No event recorded during capture says when a graph replay is done
     // with the block: it stays out of circulation for good.
-    cm.pending_blocks.add(1);
+    a.records[b->cls].pending_blocks.fetch_add(1, std::memory_order_relaxed);
     a.m.unrecyclable_captured.inc();
     return;
   }
@@ -278,7 +230,7 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
     std::lock_guard lock(b->lock);
     b->event_count += 1 - static_cast<int>(streams.size() - events.size());  // keep one for good
   }
-  class_metrics(b->cls).pending_blocks.add(1);
+  records[b->cls].pending_blocks.fetch_add(1, std::memory_order_relaxed);
   BlockPool& pool = pool_of(b);
   {
     std::lock_guard lock(pool.events_mu);
@@ -290,9 +242,7 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
   if (failure) std::rethrow_exception(failure);
 }
 
-void CachingHostAllocator::Impl::return_free(Block* b, ClassMetrics& cm) {
-  cm.free_blocks.add(1);
-  m.cached_bytes.add(static_cast<std::int64_t>(b->size));
+void CachingHostAllocator::Impl::return_free(Block* b) {
   if (b->pool == PoolId{} && b->size <= ThreadCache::kMaxBlock) {
     if (ThreadCache* tc = local_cache()) {
       std::lock_guard lock(tc->lock);
@@ -363,10 +313,11 @@ bool CachingHostAllocator::record_stream(void* ptr, void* ctx, StreamId stream) 
   }
   if (!found) return false;
   std::lock_guard lock(b->lock);
-  if (!b->allocated) {
+  if (!b->allocated.load(std::memory_order_relaxed)) {
     throw Error("glassbox host allocator: record_stream on a block that is not allocated (freed already?)");
   }
   if (std::find(b->streams.begin(), b->streams.end(), stream) == b->streams.end()) b->streams.push_back(stream);
+  b->has_streams.store(true, std::memory_order_release);
   return true;
 }
 

@@ -35,8 +35,8 @@ std::optional<std::pair<EventId, Block*>> pop_oldest(BlockPool& pool) {
 // size >= 0: look only at blocks of that class, skipping the rest, and stop
 // once one block becomes free or every event has been looked at.
 void CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t size) {
-  std::size_t max_events;
-  {
+  std::size_t max_events = 0;
+  if (size != -1) {
     std::lock_guard lock(pool.events_mu);
     max_events = pool.events.size();
   }
@@ -70,15 +70,13 @@ void CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t si
       available = --b->event_count == 0;
     }
     if (available) {
-      class_metrics(b->cls).pending_blocks.add(-1);
-      class_metrics(b->cls).free_blocks.add(1);
-      m.cached_bytes.add(static_cast<std::int64_t>(b->size));
+      records[b->cls].pending_blocks.fetch_sub(1, std::memory_order_relaxed);
       push_central(pool, b);
     }
     // Last: once the backlog reads zero, every block it held is reusable.
-    pool.pending.fetch_sub(1, std::memory_order_release);
+    const bool backlog_gone = pool.pending.fetch_sub(1, std::memory_order_release) == 1;
     m.pending_events.add(-1);
-    if (available && size != -1) return;
+    if ((available && size != -1) || backlog_gone) return;
   }
 }
 

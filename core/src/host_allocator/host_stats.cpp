@@ -65,9 +65,10 @@ HostStats CachingHostAllocator::stats() const {
     }
     take_out_cached(cs.active_requests, tc_blocks[c]);
     take_out_cached(cs.active_bytes, tc_bytes[c]);
-    if (ClassMetrics* cm = r.metrics.load(std::memory_order_acquire)) {
-      cs.requests = static_cast<std::int64_t>(cm->requests.value() - r.requests_base);
-      cs.cache_hits = static_cast<std::int64_t>(cm->hits.value() - r.hits_base);
+    if (ClassCounts* cc = r.counts.load(std::memory_order_acquire)) {
+      std::lock_guard lock(r.mu);
+      cs.requests = static_cast<std::int64_t>(cc->requests() - r.requests_base);
+      cs.cache_hits = static_cast<std::int64_t>(cc->hits.value() - r.hits_base);
     }
     add_into(out.active_requests, cs.active_requests);
     add_into(out.active_bytes, cs.active_bytes);
@@ -100,9 +101,9 @@ void CachingHostAllocator::reset_accumulated_stats() {
   for (auto& r : a.records) {
     std::lock_guard lock(r.mu);
     for (Stat* s : {&r.allocations, &r.allocated_bytes, &r.active_requests, &r.active_bytes}) reset(*s);
-    if (ClassMetrics* cm = r.metrics.load(std::memory_order_acquire)) {
-      r.requests_base = cm->requests.value();
-      r.hits_base = cm->hits.value();
+    if (ClassCounts* cc = r.counts.load(std::memory_order_acquire)) {
+      r.requests_base = cc->requests();
+      r.hits_base = cc->hits.value();
     }
   }
   std::lock_guard lock(a.slow_mu);

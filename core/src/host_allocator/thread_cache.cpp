@@ -21,15 +21,13 @@ struct LocalCaches {
   ~LocalCaches();
 };
 
-thread_local constinit std::uint64_t tl_last_id = 0;
-thread_local constinit ThreadCache* tl_last = nullptr;
 thread_local constinit bool tl_exited = false;
 thread_local LocalCaches tl_caches;
 
 LocalCaches::~LocalCaches() {
   tl_exited = true;
-  tl_last = nullptr;
-  tl_last_id = 0;
+  tl_cache = nullptr;
+  tl_cache_owner = 0;
   for (auto& e : entries) {
     if (auto a = e.allocator.lock()) a->retire_cache(*e.cache);
   }
@@ -37,8 +35,10 @@ LocalCaches::~LocalCaches() {
 
 }  // namespace
 
-ThreadCache* CachingHostAllocator::Impl::local_cache() {
-  if (tl_last_id == id) [[likely]] return tl_last;
+thread_local constinit std::uint64_t tl_cache_owner = 0;
+thread_local constinit ThreadCache* tl_cache = nullptr;
+
+ThreadCache* CachingHostAllocator::Impl::find_local_cache() {
   if (config.thread_cache == 0 || tl_exited) return nullptr;
   auto& entries = tl_caches.entries;
   auto it = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.allocator_id == id; });
@@ -52,9 +52,9 @@ ThreadCache* CachingHostAllocator::Impl::local_cache() {
     entries.push_back({id, weak_from_this(), tc});
     it = entries.end() - 1;
   }
-  tl_last_id = id;
-  tl_last = it->cache.get();
-  return tl_last;
+  tl_cache_owner = id;
+  tl_cache = it->cache.get();
+  return tl_cache;
 }
 
 // Moves a cache's blocks to the shared free lists. Caller holds tc.lock.

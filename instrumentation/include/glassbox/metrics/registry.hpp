@@ -1,6 +1,8 @@
 #pragma once
 // The set of metric families a process exposes. Registry::global() is where
 // glassbox's parts register; tests make their own to count in isolation.
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,7 +41,17 @@ class Registry {
   Family<Histogram>& histogram(std::string_view name, std::string_view help, std::vector<std::string> labels,
                                std::vector<double> upper_bounds);
 
+  /// Runs `collect` at the start of every snapshot(), before any series is
+  /// read: a part whose gauges follow from counts it keeps anyway brings them
+  /// up to date here instead of updating them on its hot path. `collect` may
+  /// update metrics but not call snapshot() or the collector functions.
+  /// Returns the id remove_collector() takes.
+  std::uint64_t add_collector(std::function<void()> collect);
+  /// Stops running a collector; returns once no run of it is in progress.
+  void remove_collector(std::uint64_t id);
+
   /// Every family's values at one moment: no thread's exit is seen half-way.
+  /// Collectors run first, so their series are as of the call.
   Snapshot snapshot() const;
 
  private:
@@ -48,6 +60,9 @@ class Registry {
 
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<FamilyBase>, std::less<>> families_;
+  mutable std::mutex collectors_mu_;  // taken before mu_, never inside it
+  std::map<std::uint64_t, std::function<void()>> collectors_;
+  std::uint64_t next_collector_ = 0;
 };
 
 }  // namespace glassbox::metrics

@@ -1,0 +1,103 @@
+// The allocator's metric series, and how they follow at scrape time from the
+// per-class counts that the hot path keeps.
+#include <utility>
+
+#include "allocator_impl.hpp"
+
+namespace glassbox::host_allocator {
+
+namespace {
+
+metrics::Counter unrecyclable(metrics::Registry& r, std::string_view reason) {
+  return r.counter("glassbox_host_blocks_unrecyclable_total",
+                   "Blocks kept out of reuse for good: used during graph capture, or an event could not be recorded",
+                   {"reason"})
+      .with({reason});
+}
+
+}  // namespace
+
+Metrics::Metrics(metrics::Registry& r)
+    : registry(r),
+      requested_bytes(r.counter("glassbox_host_requested_bytes_total", "Bytes asked of the host allocator").with()),
+      rounded_bytes(r.counter("glassbox_host_rounded_bytes_total",
+                              "Bytes handed out after rounding to a size class (minus requested = waste)")
+                        .with()),
+      reserved_bytes(r.gauge("glassbox_host_memory_reserved_bytes", "Pinned host bytes held, cached or in use").with()),
+      cached_bytes(r.up_down_counter("glassbox_host_memory_cached_bytes", "Pinned host bytes in free blocks").with()),
+      pending_events(r.up_down_counter("glassbox_host_pending_events",
+                                       "Events recorded on freed blocks and not yet seen complete (the backlog)")
+                         .with()),
+      backend_alloc_seconds(r.histogram("glassbox_host_backend_alloc_seconds",
+                                        "Time to get a new pinned block from the backend (the slow path)", {},
+                                        metrics::exponential_buckets(1e-6, 4, 12))
+                                .with()),
+      unrecyclable_captured(unrecyclable(r, "captured")),
+      unrecyclable_record_failed(unrecyclable(r, "event_record_failed")) {}
+
+ClassMetrics* Metrics::resolve(unsigned bucket) {
+  std::lock_guard lock(mu);
+  auto& slot = by_bucket[bucket];
+  if (!slot) {
+    const std::string b = std::to_string(bucket);
+    auto& blocks = registry.up_down_counter("glassbox_host_blocks", "Pinned blocks by state", {"bucket", "state"});
+    slot = std::make_unique<ClassMetrics>(ClassMetrics{
+        registry.counter("glassbox_host_alloc_requests_total", "allocate() calls", {"bucket"}).with({b}),
+        registry.counter("glassbox_host_alloc_cache_hits_total", "allocate() calls served from a cache", {"bucket"})
+            .with({b}),
+        blocks.with({b, "active"}),
+        blocks.with({b, "free"}),
+        blocks.with({b, "pending_event"}),
+        registry.up_down_counter("glassbox_host_memory_active_bytes", "Pinned bytes in blocks in use", {"bucket"})
+            .with({b}),
+    });
+  }
+  return slot.get();
+}
+
+// Reads `freed` before the requests: an allocate+free pair that lands in between
+// counts one block active for this scrape, never one too few.
+ClassView CachingHostAllocator::Impl::view(std::uint32_t cls, const ClassCounts& cc) {
+  ClassRecord& r = records[cls];
+  ClassView v;
+  const auto freed = static_cast<std::int64_t>(cc.freed.value());
+  v.requests = static_cast<std::int64_t>(cc.requests());
+  v.hits = static_cast<std::int64_t>(cc.hits.value());
+  v.active = v.requests - freed;
+  v.pending = r.pending_blocks.load(std::memory_order_relaxed);
+  std::int64_t held;
+  {
+    std::lock_guard lock(r.mu);
+    held = r.allocations.current;
+  }
+  v.free = held - v.active - v.pending;
+  return v;
+}
+
+// Adds to each series what changed since the last scrape: several allocators
+// may share one registry, so no allocator may set a series outright.
+void CachingHostAllocator::Impl::publish() {
+  std::lock_guard lock(publish_mu);
+  std::int64_t cached_bytes = 0;
+  std::int64_t rounded_bytes = 0;
+  for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
+    ClassCounts* cc = records[c].counts.load(std::memory_order_acquire);
+    if (cc == nullptr) continue;
+    const ClassView now = view(c, *cc);
+    const ClassView was = std::exchange(cc->published, now);
+    const auto size = static_cast<std::int64_t>(classes.size(c));
+    ClassMetrics& s = *cc->series;
+    s.requests.inc(static_cast<std::uint64_t>(now.requests - was.requests));
+    s.hits.inc(static_cast<std::uint64_t>(now.hits - was.hits));
+    s.active_blocks.add(now.active - was.active);
+    s.free_blocks.add(now.free - was.free);
+    s.pending_blocks.add(now.pending - was.pending);
+    s.active_bytes.add((now.active - was.active) * size);
+    cached_bytes += (now.free - was.free) * size;
+    rounded_bytes += (now.requests - was.requests) * size;
+  }
+  m.cached_bytes.add(cached_bytes);
+  m.rounded_bytes.inc(static_cast<std::uint64_t>(rounded_bytes));
+}
+
+}  // namespace glassbox::host_allocator
