@@ -2,6 +2,7 @@
 // central finite differences, argument errors, and a training smoke check.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <ostream>
 #include <random>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "glassbox/autograd/autograd.hpp"
 #include "glassbox/autograd/checkpoint.hpp"
+#include "glassbox/autograd/conv2d_runner.hpp"
 #include "glassbox/autograd/grad_mode.hpp"
 #include "glassbox/autograd/ops.hpp"
 #include "glassbox/error.hpp"
@@ -94,6 +96,33 @@ TEST(Conv2d, OnlyTheGradientsAskedForAreComputed) {
   TensorList g = ga::grad({ga::sum(ga::conv2d(x, w, Tensor(), 1, 1))}, {w});
   ASSERT_TRUE(g[0].defined());
   EXPECT_EQ(g[0].shape(), (Shape{2, 1, 3, 3}));
+}
+
+TEST(Conv2d, EveryKernelGoesThroughTheInstalledRunner) {
+  std::mt19937 rng(6);
+  Tensor x = random_leaf(Shape{1, 2, 4, 4}, rng);
+  Tensor w = random_leaf(Shape{3, 2, 3, 3}, rng);
+  Tensor inline_out = ga::conv2d(x, w, Tensor(), 1, 1);
+  TensorList inline_grads = ga::grad({ga::sum(inline_out)}, {x, w});
+  int calls = 0;
+  ga::Conv2dRunner previous = ga::set_conv2d_runner([&](int device, const std::function<void()>& kernel) {
+    EXPECT_EQ(device, ga::kCpu);
+    ++calls;
+    kernel();
+  });
+  EXPECT_FALSE(previous);
+  Tensor out = ga::conv2d(x, w, Tensor(), 1, 1);
+  EXPECT_EQ(calls, 1);
+  TensorList grads = ga::grad({ga::sum(out)}, {x, w});
+  EXPECT_EQ(calls, 3);  // forward, gradient of the input, gradient of the weight
+  EXPECT_TRUE(ga::set_conv2d_runner(nullptr));
+  ga::conv2d(x, w, Tensor(), 1, 1);
+  EXPECT_EQ(calls, 3);  // inline again
+  for (std::size_t k = 0; k < 2; ++k) {
+    for (std::int64_t i = 0; i < grads[k].numel(); ++i) {
+      EXPECT_EQ(grads[k].data()[static_cast<std::size_t>(i)], inline_grads[k].data()[static_cast<std::size_t>(i)]);
+    }
+  }
 }
 
 TEST(Conv2d, BadArgumentsNameTheOpAndShapes) {

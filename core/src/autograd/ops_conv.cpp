@@ -3,6 +3,7 @@
 #include <string>
 
 #include "conv2d_kernels.hpp"
+#include "glassbox/autograd/conv2d_runner.hpp"
 #include "glassbox/autograd/ops.hpp"
 #include "glassbox/error.hpp"
 #include "op_support.hpp"
@@ -55,15 +56,17 @@ class Conv2dBackward final : public Node {
     if (next_edges()[0].valid()) {
       Tensor weight = weight_.unpack(name());
       out[0] = Tensor::zeros(Shape{g_.n, g_.c, g_.h, g_.w}, device());
-      kernels.backward_input(g_, gy.data(), weight.data(), out[0].mutable_data());
+      run_conv2d_kernel(device(), [&] { kernels.backward_input(g_, gy.data(), weight.data(), out[0].mutable_data()); });
     }
     const bool want_bias = next_edges()[2].valid();
     if (next_edges()[1].valid() || want_bias) {
       Tensor input = input_.unpack(name());
       Tensor gw = Tensor::zeros(Shape{g_.k, g_.c, g_.r, g_.s}, device());
       Tensor gb = want_bias ? Tensor::zeros(Shape{g_.k}, device()) : Tensor();
-      kernels.backward_weight(g_, gy.data(), input.data(), gw.mutable_data(),
-                              want_bias ? gb.mutable_data() : std::span<float>());
+      run_conv2d_kernel(device(), [&] {
+        kernels.backward_weight(g_, gy.data(), input.data(), gw.mutable_data(),
+                                want_bias ? gb.mutable_data() : std::span<float>());
+      });
       if (next_edges()[1].valid()) out[1] = gw;
       out[2] = gb;
     }
@@ -85,9 +88,11 @@ class Conv2dBackward final : public Node {
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, int stride, int padding) {
   const Conv2dGeometry g = geometry(input, weight, bias, stride, padding);
   Tensor out = Tensor::zeros(Shape{g.n, g.k, g.oh, g.ow}, input.device());
-  detail::conv2d_kernels(input.device())
-      .forward(g, input.data(), weight.data(), bias.defined() ? bias.data() : std::span<const float>(),
-               out.mutable_data());
+  run_conv2d_kernel(input.device(), [&] {
+    detail::conv2d_kernels(input.device())
+        .forward(g, input.data(), weight.data(), bias.defined() ? bias.data() : std::span<const float>(),
+                 out.mutable_data());
+  });
   return detail::record<Conv2dBackward>(out, {&input, &weight, &bias}, g, input, weight);
 }
 
