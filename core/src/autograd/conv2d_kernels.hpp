@@ -6,15 +6,11 @@
 #include <cstdint>
 #include <span>
 
+#include "glassbox/autograd/device_kernels.hpp"
+
 namespace glassbox::autograd::detail {
 
-/// Sizes of input [n, c, h, w], weight [k, c, r, s] and output [n, k, oh, ow].
-struct Conv2dGeometry {
-  std::int64_t n, c, h, w;
-  std::int64_t k, r, s;
-  std::int64_t stride, padding;
-  std::int64_t oh, ow;
-};
+using autograd::Conv2dGeometry;
 
 struct Conv2dKernels {
   /// y = conv(x, weight) + bias; `bias` empty for none. `y` starts zeroed.
@@ -31,8 +27,8 @@ struct Conv2dKernels {
 /// The direct-loop CPU reference.
 const Conv2dKernels& conv2d_cpu_kernels() noexcept;
 
-/// The kernels for tensors on `device`. Every device uses the CPU reference
-/// until device memory exists; a device implementation is dispatched here.
+/// The kernels for tensors in host memory (on any device index). Tensors in
+/// device memory go to the installed DeviceKernels instead (see ops_conv.cpp).
 inline const Conv2dKernels& conv2d_kernels(int /*device*/) noexcept { return conv2d_cpu_kernels(); }
 
 }  // namespace glassbox::autograd::detail

@@ -13,7 +13,7 @@ namespace glassbox::backend {
 
 namespace {
 
-using autograd::Conv2dShape;
+using autograd::Conv2dGeometry;
 
 int dim(std::int64_t v) { return static_cast<int>(v); }
 
@@ -24,7 +24,7 @@ struct ConvDescriptors {
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
 
-  explicit ConvDescriptors(const Conv2dShape& s) {
+  explicit ConvDescriptors(const Conv2dGeometry& s) {
     check_cudnn(cudnnCreateTensorDescriptor(&x), "cudnnCreateTensorDescriptor");
     check_cudnn(cudnnCreateTensorDescriptor(&y), "cudnnCreateTensorDescriptor");
     check_cudnn(cudnnCreateTensorDescriptor(&bias), "cudnnCreateTensorDescriptor");
@@ -34,7 +34,7 @@ struct ConvDescriptors {
                                            dim(s.w)),
                 "cudnnSetTensor4dDescriptor (input)");
     check_cudnn(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, dim(s.n), dim(s.k),
-                                           dim(s.out_h()), dim(s.out_w())),
+                                           dim(s.oh), dim(s.ow)),
                 "cudnnSetTensor4dDescriptor (output)");
     check_cudnn(cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, dim(s.k), 1, 1),
                 "cudnnSetTensor4dDescriptor (bias)");
@@ -81,10 +81,10 @@ void with_state(int device, cudaStream_t tensor_stream, F&& f) {
 
 }  // namespace
 
-void CudaDeviceKernels::conv2d_forward(int device, const Conv2dShape& shape, const float* x, const float* w,
+void CudaDeviceKernels::conv2d_forward(int device, const Conv2dGeometry& g, const float* x, const float* w,
                                        const float* bias, float* y) {
   cudaStream_t s = enter(device);
-  ConvDescriptors d(shape);
+  ConvDescriptors d(g);
   with_state(device, s, [&](cudnnHandle_t h, cudnn::CudaCudnnState& state) {
     auto algo = first_usable<cudnnConvolutionFwdAlgoPerf_t>(
         "cudnnGetConvolutionForwardAlgorithm_v7", CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
@@ -102,10 +102,10 @@ void CudaDeviceKernels::conv2d_forward(int device, const Conv2dShape& shape, con
   });
 }
 
-void CudaDeviceKernels::conv2d_backward_input(int device, const Conv2dShape& shape, const float* dy, const float* w,
+void CudaDeviceKernels::conv2d_backward_input(int device, const Conv2dGeometry& g, const float* dy, const float* w,
                                               float* dx) {
   cudaStream_t s = enter(device);
-  ConvDescriptors d(shape);
+  ConvDescriptors d(g);
   with_state(device, s, [&](cudnnHandle_t h, cudnn::CudaCudnnState& state) {
     auto algo = first_usable<cudnnConvolutionBwdDataAlgoPerf_t>(
         "cudnnGetConvolutionBackwardDataAlgorithm_v7", CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
@@ -123,10 +123,10 @@ void CudaDeviceKernels::conv2d_backward_input(int device, const Conv2dShape& sha
   });
 }
 
-void CudaDeviceKernels::conv2d_backward_weight(int device, const Conv2dShape& shape, const float* x, const float* dy,
+void CudaDeviceKernels::conv2d_backward_weight(int device, const Conv2dGeometry& g, const float* x, const float* dy,
                                                float* dw, float* dbias) {
   cudaStream_t s = enter(device);
-  ConvDescriptors d(shape);
+  ConvDescriptors d(g);
   with_state(device, s, [&](cudnnHandle_t h, cudnn::CudaCudnnState& state) {
     auto algo = first_usable<cudnnConvolutionBwdFilterAlgoPerf_t>(
         "cudnnGetConvolutionBackwardFilterAlgorithm_v7", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,

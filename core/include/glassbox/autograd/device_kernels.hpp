@@ -38,11 +38,12 @@ struct GemmArgs {
   bool transpose_a, transpose_b;
 };
 
-/// NCHW input [n, c, h, w], KCRS weight [k, c, r, s], output [n, k, oh, ow].
-struct Conv2dShape {
-  std::int64_t n, c, h, w, k, r, s, stride, padding;
-  std::int64_t out_h() const noexcept { return (h + 2 * padding - r) / stride + 1; }
-  std::int64_t out_w() const noexcept { return (w + 2 * padding - s) / stride + 1; }
+/// Sizes of input [n, c, h, w], weight [k, c, r, s] and output [n, k, oh, ow] (NCHW, KCRS).
+struct Conv2dGeometry {
+  std::int64_t n, c, h, w;
+  std::int64_t k, r, s;
+  std::int64_t stride, padding;
+  std::int64_t oh, ow;
 };
 
 class DeviceKernels {
@@ -89,13 +90,13 @@ class DeviceKernels {
   virtual void gemm(int device, const GemmArgs& args) = 0;
 
   /// y = conv(x, w) + bias (bias: k values, or null).
-  virtual void conv2d_forward(int device, const Conv2dShape& shape, const float* x, const float* w,
+  virtual void conv2d_forward(int device, const Conv2dGeometry& g, const float* x, const float* w,
                               const float* bias, float* y) = 0;
   /// dx from dy and w.
-  virtual void conv2d_backward_input(int device, const Conv2dShape& shape, const float* dy, const float* w,
+  virtual void conv2d_backward_input(int device, const Conv2dGeometry& g, const float* dy, const float* w,
                                      float* dx) = 0;
   /// dw from x and dy; dbias (k values) too when not null.
-  virtual void conv2d_backward_weight(int device, const Conv2dShape& shape, const float* x, const float* dy,
+  virtual void conv2d_backward_weight(int device, const Conv2dGeometry& g, const float* x, const float* dy,
                                       float* dw, float* dbias) = 0;
 
   /// Makes `device` current on the calling thread: the engine's worker for

@@ -59,11 +59,11 @@ class CudaDeviceKernels final : public autograd::DeviceKernels {
   void nll_loss_backward(int device, const float* g, const std::int64_t* targets, float* out, std::size_t rows,
                          std::size_t cols) override;
   void gemm(int device, const autograd::GemmArgs& args) override;
-  void conv2d_forward(int device, const autograd::Conv2dShape& shape, const float* x, const float* w,
+  void conv2d_forward(int device, const autograd::Conv2dGeometry& g, const float* x, const float* w,
                       const float* bias, float* y) override;
-  void conv2d_backward_input(int device, const autograd::Conv2dShape& shape, const float* dy, const float* w,
+  void conv2d_backward_input(int device, const autograd::Conv2dGeometry& g, const float* dy, const float* w,
                              float* dx) override;
-  void conv2d_backward_weight(int device, const autograd::Conv2dShape& shape, const float* x, const float* dy,
+  void conv2d_backward_weight(int device, const autograd::Conv2dGeometry& g, const float* x, const float* dy,
                               float* dw, float* dbias) override;
   void bind_thread(int device) override;
 
