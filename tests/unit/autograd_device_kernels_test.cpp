@@ -179,7 +179,7 @@ class RecordingKernels final : public ga::DeviceKernels {
       for (std::size_t i = 0; i < out_size(g); ++i) dbias[(i / plane(g)) % k(g)] += dy[i];
     }
   }
-  void bind_thread(int device) override { enter("bind_thread", device, {}); }
+  void bind_thread(int device) noexcept override { enter("bind_thread", device, {}); }
 
   std::set<std::string> calls() {
     std::lock_guard lock(mu_);

@@ -64,7 +64,12 @@ cudaStream_t CudaDeviceKernels::stream(int device) {
   return s;
 }
 
-void CudaDeviceKernels::bind_thread(int device) { check_cuda(cudaSetDevice(device), "cudaSetDevice"); }
+// Runs at the start of an engine worker, where a throw would end the process:
+// a device that does not exist (no tensor can live there) or a failing
+// cudaSetDevice is left to the first op on that thread to report.
+void CudaDeviceKernels::bind_thread(int device) noexcept {
+  if (device >= 0 && device < device_count_ && cudaSetDevice(device) != cudaSuccess) (void)cudaGetLastError();
+}
 
 float* CudaDeviceKernels::allocate(int device, std::size_t numel) {
   cudaStream_t s = enter(device);

@@ -101,8 +101,8 @@ class DeviceKernels {
 
   /// Makes `device` current on the calling thread: the engine's worker for
   /// `device` calls it once, so nodes that call the device API directly find
-  /// their device current, as PyTorch's device threads do.
-  virtual void bind_thread(int device) = 0;
+  /// their device current, as PyTorch's device threads do. Must not throw.
+  virtual void bind_thread(int device) noexcept = 0;
 };
 
 /// Makes `kernels` the process's device kernels, for good. Installing a

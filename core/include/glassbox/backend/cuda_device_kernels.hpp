@@ -65,7 +65,7 @@ class CudaDeviceKernels final : public autograd::DeviceKernels {
                              float* dx) override;
   void conv2d_backward_weight(int device, const autograd::Conv2dGeometry& g, const float* x, const float* dy,
                               float* dw, float* dbias) override;
-  void bind_thread(int device) override;
+  void bind_thread(int device) noexcept override;
 
  private:
   // Checks the device index and returns its stream with the device current.
