@@ -259,6 +259,24 @@ RecordingKernels& kernels() {
   return *k;
 }
 
+// First in the file: when the whole executable runs, nothing is installed yet.
+TEST(DeviceKernelsInstall, IsRefusedWhileDeviceTensorsLiveInHostMemory) {
+  if (ga::installed_device_kernels() != nullptr) GTEST_SKIP() << "an earlier test in this process installed them";
+  {
+    Tensor early = Tensor::ones(Shape{2}, 0);
+    EXPECT_FALSE(early.in_device_memory());
+    try {
+      ga::install_device_kernels(kernels());
+      FAIL() << "installed while a device tensor lives in host memory";
+    } catch (const glassbox::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("before making any device tensor"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(ga::installed_device_kernels(), nullptr);
+  }
+  ga::install_device_kernels(kernels());
+  EXPECT_TRUE(Tensor::ones(Shape{2}, 0).in_device_memory());
+}
+
 class DeviceKernelsDispatch : public ::testing::Test {
  protected:
   void SetUp() override { ga::install_device_kernels(kernels()); }

@@ -45,12 +45,28 @@ void check_host(const TensorImpl& impl, const char* what) {
 
 }  // namespace
 
+namespace {
+std::atomic<std::int64_t> host_storages_on_devices{0};
+}  // namespace
+
+Storage::Storage(std::vector<float> values, int dev) : data(std::move(values)), device(dev) {
+  if (dev != kCpu) host_storages_on_devices.fetch_add(1, std::memory_order_relaxed);
+}
+
 Storage::Storage(int dev, std::size_t numel) : device(dev) {
   device_data = installed_device_kernels()->allocate(dev, numel);
 }
 
 Storage::~Storage() {
-  if (device_data != nullptr) installed_device_kernels()->release(device, device_data);
+  if (device_data != nullptr) {
+    installed_device_kernels()->release(device, device_data);
+  } else if (device != kCpu) {
+    host_storages_on_devices.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+std::int64_t Storage::host_memory_on_devices() noexcept {
+  return host_storages_on_devices.load(std::memory_order_relaxed);
 }
 
 Tensor Tensor::from(Shape shape, std::vector<float> values, int device) {
@@ -62,7 +78,7 @@ Tensor Tensor::from(Shape shape, std::vector<float> values, int device) {
     math::kernels_for(device)->copy_from_host(device, values.data(), storage->device_data, values.size());
     return Tensor(std::make_shared<TensorImpl>(shape, device, std::move(storage)));
   }
-  return Tensor(std::make_shared<TensorImpl>(shape, device, std::make_shared<Storage>(std::move(values))));
+  return Tensor(std::make_shared<TensorImpl>(shape, device, std::make_shared<Storage>(std::move(values), device)));
 }
 
 Tensor Tensor::full(Shape shape, float value, int device) {

@@ -7,7 +7,8 @@
 // domain: tensors on it keep their data in host memory and run the host
 // loops, which is how the engine is tested without a GPU. Once installed,
 // tensors made on device d >= 0 get device memory on d, and every op on them
-// runs through these kernels. Install before making any device tensor.
+// runs through these kernels. Install before making any device tensor:
+// installing while a device tensor in host memory is alive throws.
 //
 // Pointers are device memory of `device` unless named host. Calls are queued
 // in order on the device's one stream; only copy_to_host waits. Every call
@@ -105,8 +106,10 @@ class DeviceKernels {
   virtual void bind_thread(int device) noexcept = 0;
 };
 
-/// Makes `kernels` the process's device kernels, for good. Installing a
-/// second, different implementation throws glassbox::Error.
+/// Makes `kernels` the process's device kernels, for good. Throws
+/// glassbox::Error while device tensors in host memory are alive, or when
+/// another implementation is installed already; installing the same one again
+/// does nothing.
 void install_device_kernels(DeviceKernels& kernels);
 /// The installed kernels, or null while tensors on devices stay in host memory.
 DeviceKernels* installed_device_kernels() noexcept;

@@ -34,13 +34,19 @@ class TensorImpl;
 /// values, or (device_data set) `numel` floats in the memory of `device`,
 /// owned through the installed DeviceKernels.
 struct Storage {
-  explicit Storage(std::vector<float> values) : data(std::move(values)) {}
+  /// Host values. A `device` other than kCpu marks the data of a device
+  /// tensor kept in host memory (no device kernels installed); those are counted.
+  explicit Storage(std::vector<float> values, int dev = kCpu);
   /// Uninitialised memory for `numel` floats on `device`, from the installed
   /// device kernels (which must exist).
   Storage(int device, std::size_t numel);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
+
+  /// Live storages of device tensors in host memory: device kernels may be
+  /// installed only while there are none.
+  static std::int64_t host_memory_on_devices() noexcept;
 
   std::vector<float> data;
   float* device_data = nullptr;
