@@ -31,9 +31,10 @@ Tensor zero_bias(std::int64_t n) { return Tensor::zeros(Shape{n}).set_requires_g
 // relu(conv2d(x, w, b)) as a checkpointed segment: only x, w and b are kept;
 // backward runs the block again and differentiates it in a nested backward.
 Tensor conv_block(const Tensor& x, const Tensor& w, const Tensor& b, int stride) {
-  return autograd::checkpoint(
-      [stride](const TensorList& in) { return TensorList{autograd::relu(autograd::conv2d(in[0], in[1], in[2], stride, 1))}; },
-      {x, w, b})[0];
+  auto block = [stride](const TensorList& in) {
+    return TensorList{autograd::relu(autograd::conv2d(in[0], in[1], in[2], stride, 1))};
+  };
+  return autograd::checkpoint(block, {x, w, b})[0];
 }
 
 }  // namespace

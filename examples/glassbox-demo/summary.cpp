@@ -35,9 +35,10 @@ std::string backward_line(const metrics::Snapshot& snap) {
   const metrics::SeriesSnapshot* s = metrics::find_series(snap, "glassbox_autograd_backward_seconds");
   std::string line = "  backward:";
   if (s && s->histogram.count > 0) {
+    const metrics::HistogramValue& h = s->histogram;
     line += format(" %llu engine executes (checkpoint recomputes included), p50 %.2f ms, p99 %.2f ms,",
-                   static_cast<unsigned long long>(s->histogram.count), *histogram_quantile(s->histogram, 0.5) * 1e3,
-                   *histogram_quantile(s->histogram, 0.99) * 1e3);
+                   static_cast<unsigned long long>(h.count), *metrics::histogram_quantile(h, 0.5) * 1e3,
+                   *metrics::histogram_quantile(h, 0.99) * 1e3);
   }
   return line + format(" %lld nodes run, reentrant depth max %lld\n",
                        whole(total(snap, "glassbox_autograd_nodes_executed_total")),
@@ -61,32 +62,23 @@ std::string pinned_line(const metrics::Snapshot& snap, const std::optional<host_
 
 }  // namespace
 
-std::size_t LossLog::window() const noexcept { return std::clamp<std::size_t>(losses_.size() / 4, 1, 10); }
+void LossLog::add(float loss) {
+  ++steps_;
+  if (first_.size() < kMaxWindow) first_.push_back(loss);
+  last_.push_back(loss);
+  if (last_.size() > kMaxWindow) last_.pop_front();
+}
+
+std::size_t LossLog::window() const noexcept { return std::clamp<std::size_t>(steps_ / 4, 1, kMaxWindow); }
 
 double LossLog::first_mean() const {
-  return std::accumulate(losses_.begin(), losses_.begin() + static_cast<std::ptrdiff_t>(window()), 0.0) /
+  return std::accumulate(first_.begin(), first_.begin() + static_cast<std::ptrdiff_t>(window()), 0.0) /
          static_cast<double>(window());
 }
 
 double LossLog::last_mean() const {
-  return std::accumulate(losses_.end() - static_cast<std::ptrdiff_t>(window()), losses_.end(), 0.0) /
+  return std::accumulate(last_.end() - static_cast<std::ptrdiff_t>(window()), last_.end(), 0.0) /
          static_cast<double>(window());
-}
-
-std::optional<double> histogram_quantile(const metrics::HistogramValue& h, double q) {
-  if (h.count == 0) return std::nullopt;
-  const double rank = q * static_cast<double>(h.count);
-  double below = 0;
-  for (std::size_t b = 0; b < h.buckets.size(); ++b) {
-    const double in_bucket = static_cast<double>(h.buckets[b]);
-    if (below + in_bucket >= rank && in_bucket > 0) {
-      if (b == h.upper_bounds.size()) return h.upper_bounds.empty() ? 0.0 : h.upper_bounds.back();  // +Inf bucket
-      const double lower = b == 0 ? 0.0 : h.upper_bounds[b - 1];
-      return lower + (h.upper_bounds[b] - lower) * (rank - below) / in_bucket;
-    }
-    below += in_bucket;
-  }
-  return h.upper_bounds.empty() ? 0.0 : h.upper_bounds.back();
 }
 
 std::string handle_line(const metrics::Snapshot& snap, const std::vector<HandleSource>& sources) {

@@ -2,6 +2,7 @@
 // The end-of-run summary, read from the metrics registry and the pinned
 // allocator's own statistics, so it shows what /metrics would.
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,24 +13,24 @@
 
 namespace glassbox::demo {
 
-/// Every step's loss, for the start-against-end comparison.
+/// The losses of the first and the last steps, for the start-against-end
+/// comparison; bounded, so a run until SIGINT does not grow it.
 class LossLog {
  public:
-  void add(float loss) { losses_.push_back(loss); }
-  bool empty() const noexcept { return losses_.empty(); }
-  /// How many steps each end's mean covers: a quarter of the run, 1 to 10.
+  static constexpr std::size_t kMaxWindow = 10;
+
+  void add(float loss);
+  bool empty() const noexcept { return steps_ == 0; }
+  /// How many steps each end's mean covers: a quarter of the run, 1 to kMaxWindow.
   std::size_t window() const noexcept;
   double first_mean() const;
   double last_mean() const;
 
  private:
-  std::vector<float> losses_;
+  std::size_t steps_ = 0;
+  std::vector<float> first_;  // the first kMaxWindow losses
+  std::deque<float> last_;    // the last kMaxWindow losses
 };
-
-/// The value below which a fraction `q` of a histogram's observations fall,
-/// interpolated within its bucket as Prometheus's histogram_quantile() does;
-/// nullopt for an empty histogram.
-std::optional<double> histogram_quantile(const metrics::HistogramValue& h, double q);
 
 /// "handles: cublas hwm=4 created=4  ..." for each source's library.
 std::string handle_line(const metrics::Snapshot& snap, const std::vector<HandleSource>& sources);
