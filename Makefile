@@ -21,8 +21,12 @@ test: build
 	-./scripts/install-otlp-decoder $(BUILD)/otlp-decoder
 	ctest --test-dir $(BUILD) -j $(JOBS) --output-on-failure --timeout 600
 
+# The demo writes a Perfetto trace unless GLASSBOX_TRACE_FILE says otherwise.
+DEMO_TRACE ?= $(BUILD)/glassbox-demo-trace.json
 demo: build
-	$(BUILD)/bin/glassbox-demo
+	@trace="$${GLASSBOX_TRACE_FILE:-$(DEMO_TRACE)}"; \
+	echo "glassbox-demo: Perfetto trace -> $$trace (open it at https://ui.perfetto.dev)"; \
+	GLASSBOX_TRACE_FILE="$$trace" $(BUILD)/bin/glassbox-demo $(DEMO_ARGS)
 
 clean:
 	rm -rf $(BUILD)

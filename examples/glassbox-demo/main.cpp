@@ -1,34 +1,47 @@
-// glassbox-demo v0: DataParallel-like handle churn with live /metrics.
+// glassbox-demo: trains a small convolutional network on synthetic images
+// with every glassbox part in play, and serves /metrics while it runs.
 //
-//   glassbox-demo --iterations 600 --threads 8 --device auto
-//   curl -s http://127.0.0.1:9464/metrics | grep glassbox_handles
+//   glassbox-demo --steps 150 --threads 4 --device auto
+//   curl -s http://127.0.0.1:9464/metrics | grep glassbox_
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
-#include "glassbox/error.hpp"
+#include "data.hpp"
 #include "glassbox/exporters/prometheus_exporter.hpp"
 #include "glassbox/metrics/registry.hpp"
-#include "handle_churn.hpp"
+#include "glassbox/trace/span.hpp"
+#include "model.hpp"
+#include "progress.hpp"
+#include "runtime.hpp"
+#include "summary.hpp"
 #include "tracing_setup.hpp"
+#include "training.hpp"
 #if GLASSBOX_HAVE_CUDA
 #include "glassbox/backend/cuda_check.hpp"
 #endif
 
 namespace {
 
+namespace demo = glassbox::demo;
+
 std::atomic<bool> g_stop{false};
 
 void on_signal(int) { g_stop.store(true); }
 
 struct Options {
-  int iterations = 600;
-  int threads = 8;
-  int interval_ms = 50;
+  int steps = 150;
+  int threads = 4;
+  int batch = 32;
+  float learning_rate = 0.05F;
+  unsigned seed = 1;
+  int interval_ms = 0;
   std::string metrics_addr;
   std::string device = "auto";
 };
@@ -42,28 +55,17 @@ std::string resolve_device(const std::string& requested) {
 #endif
 }
 
-// "cublas in_use=8 hwm=8 created=8  cudnn ..." from the registry's snapshot.
-std::string handle_summary(const glassbox::metrics::Snapshot& snap,
-                           const std::vector<glassbox::demo::HandleSource>& sources) {
-  std::string out;
-  auto value = [&](const char* name, const std::string& lib) {
-    double total = 0;
-    for (const auto& f : snap) {
-      if (f.name != name) continue;
-      for (const auto& s : f.series) {
-        for (const auto& [k, v] : s.labels) total += (k == "library" && v == lib) ? s.value : 0;
-      }
-    }
-    return static_cast<long long>(total);
-  };
-  for (const auto& s : sources) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "  %s in_use=%lld hwm=%lld created=%lld", s.library.c_str(),
-                  value("glassbox_handles_in_use", s.library), value("glassbox_handles_high_water_mark", s.library),
-                  value("glassbox_handles_created_total", s.library));
-    out += buf;
+// One step: a training step where the runtime can train, else a round of
+// handle-taking worker threads only. Returns the loss where it trained.
+std::optional<float> step(demo::Runtime& runtime, demo::SmallCnn& model, demo::SyntheticImages& data,
+                          const Options& o, int index) {
+  glassbox::trace::Span span("glassbox.demo.step");
+  span.set_attribute("glassbox.step", index);
+  if (runtime.stager() == nullptr) {
+    demo::run_worker_round(runtime.handle_sources(), o.threads, runtime.device_count(), [](int) {});
+    return std::nullopt;
   }
-  return out;
+  return demo::train_step(model, runtime, data.next(o.batch), {o.threads, o.learning_rate});
 }
 
 int run(const Options& o) {
@@ -74,45 +76,49 @@ int run(const Options& o) {
   }
   glassbox::exporters::PrometheusExporter exporter(popts);
   // Flushed and closed when run() returns, also after SIGINT/SIGTERM.
-  auto tracing = glassbox::demo::TracingSetup::from_env();
-  std::string device = resolve_device(o.device);
-  int devices = 0;
-  auto sources = glassbox::demo::make_sources(device, devices);
-  if (devices <= 0) throw glassbox::Error("--device " + device + ": no device found");
-  std::printf("glassbox-demo: device=%s (%d device(s)), %d threads per round, metrics at %s, %s\n", device.c_str(),
-              devices, o.threads, exporter.url().c_str(), tracing.description().c_str());
+  auto tracing = demo::TracingSetup::from_env();
+  auto runtime = demo::make_runtime(resolve_device(o.device));
+  std::printf("glassbox-demo: device=%s, %d worker threads per step, batch %d, metrics at %s, %s\n",
+              runtime->description().c_str(), o.threads, o.batch, exporter.url().c_str(),
+              tracing.description().c_str());
   std::fflush(stdout);
 
-  auto start = std::chrono::steady_clock::now();
-  auto next_report = start + std::chrono::seconds(1);
-  int round = 0;
-  for (; !g_stop && (o.iterations == 0 || round < o.iterations); ++round) {
-    glassbox::demo::run_round(sources, o.threads, devices);
+  demo::SmallCnn model(demo::SyntheticImages::kClasses, o.seed);
+  demo::SyntheticImages data(o.seed + 1);
+  demo::Progress progress(o.steps, ::isatty(STDOUT_FILENO) == 1);
+  demo::LossLog losses;
+  int done = 0;
+  while (!g_stop && (o.steps == 0 || done < o.steps)) {
+    std::optional<float> loss = step(*runtime, model, data, o, done);
+    ++done;
+    if (loss) losses.add(*loss);
+    progress.update(done, loss);
     std::this_thread::sleep_for(std::chrono::milliseconds(o.interval_ms));
-    if (std::chrono::steady_clock::now() >= next_report) {
-      auto secs = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start).count();
-      std::printf("[%3llds] rounds=%d%s\n", static_cast<long long>(secs), round + 1,
-                  handle_summary(glassbox::metrics::Registry::global().snapshot(), sources).c_str());
-      std::fflush(stdout);
-      next_report += std::chrono::seconds(1);
-    }
   }
-  std::printf("glassbox-demo: %s after %d rounds of %d threads;%s\n", g_stop ? "stopped by signal" : "done", round,
-              o.threads, handle_summary(glassbox::metrics::Registry::global().snapshot(), sources).c_str());
+  progress.finish();
+  std::printf("glassbox-demo: %s after %d steps\n%s", g_stop ? "stopped by signal" : "done", done,
+              demo::summary(glassbox::metrics::Registry::global().snapshot(), runtime->host_stats(),
+                            runtime->handle_sources(), losses)
+                  .c_str());
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"glassbox-demo: DataParallel-like handle churn with live /metrics"};
+  CLI::App app{"glassbox-demo: trains a small CNN with every glassbox part in play, serving /metrics"};
   Options o;
-  app.add_option("--iterations", o.iterations, "Rounds to run; 0 runs until SIGINT/SIGTERM")
+  app.add_option("--steps,--iterations", o.steps, "Training steps; 0 runs until SIGINT/SIGTERM")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--threads", o.threads, "Fresh threads per round")->check(CLI::Range(1, 1024))->capture_default_str();
-  app.add_option("--interval-ms", o.interval_ms, "Pause between rounds")->check(CLI::Range(0, 60000))
+  app.add_option("--threads", o.threads, "Fresh worker threads per step (the batch is split over them)")
+      ->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--batch", o.batch, "Images per step")->check(CLI::Range(1, 4096))->capture_default_str();
+  app.add_option("--lr", o.learning_rate, "SGD learning rate")->check(CLI::Range(0.0, 10.0))->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of the initial weights and the data")->capture_default_str();
+  app.add_option("--interval-ms", o.interval_ms, "Pause between steps")->check(CLI::Range(0, 60000))
       ->capture_default_str();
-  app.add_option("--metrics-addr", o.metrics_addr, "Listen address for /metrics (default: GLASSBOX_METRICS_ADDR or 127.0.0.1:9464)");
+  app.add_option("--metrics-addr", o.metrics_addr,
+                 "Listen address for /metrics (default: GLASSBOX_METRICS_ADDR or 127.0.0.1:9464)");
   app.add_option("--device", o.device, "cuda, cpu, or auto (cuda when a GPU is present)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->capture_default_str();
   CLI11_PARSE(app, argc, argv);

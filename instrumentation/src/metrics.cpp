@@ -213,4 +213,20 @@ const SeriesSnapshot* find_series(const Snapshot& snapshot, const std::string& n
   return nullptr;
 }
 
+std::optional<double> histogram_quantile(const HistogramValue& h, double q) {
+  if (h.count == 0) return std::nullopt;
+  const double rank = q * static_cast<double>(h.count);
+  const double top = h.upper_bounds.empty() ? 0.0 : h.upper_bounds.back();
+  double below = 0;
+  for (std::size_t b = 0; b < h.upper_bounds.size(); ++b) {
+    const auto in_bucket = static_cast<double>(h.buckets[b]);
+    if (in_bucket > 0 && below + in_bucket >= rank) {
+      const double lower = b == 0 ? 0.0 : h.upper_bounds[b - 1];
+      return lower + (h.upper_bounds[b] - lower) * (rank - below) / in_bucket;
+    }
+    below += in_bucket;
+  }
+  return top;
+}
+
 }  // namespace glassbox::metrics

@@ -3,6 +3,7 @@
 // endpoint set as well both receive the same spans.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -14,17 +15,12 @@
 #include "trace_file_reader.hpp"
 
 namespace fs = std::filesystem;
+using glassbox::testing::ChildProcess;
 using glassbox::testing::read_all;
 using glassbox::testing::read_trace_file;
 using namespace std::chrono_literals;
 
 namespace {
-
-// The demo as a child process with extra environment variables.
-struct Demo : glassbox::testing::ChildProcess {
-  Demo(const std::vector<std::string>& args, const std::vector<std::string>& extra_env)
-      : ChildProcess(GLASSBOX_DEMO_PATH, args, extra_env) {}
-};
 
 std::string temp_path(const std::string& tag) {
   return (fs::temp_directory_path() / ("glassbox-demo-" + std::to_string(::getpid()) + "-" + tag + ".json")).string();
@@ -48,8 +44,8 @@ class DemoSignal : public ::testing::TestWithParam<int> {};
 
 TEST_P(DemoSignal, TheTraceFileIsValidAfterTheSignal) {
   std::string path = temp_path(std::to_string(GetParam()));
-  Demo demo(kArgs, {"GLASSBOX_TRACE_FILE=" + path, "OTEL_BSP_SCHEDULE_DELAY=50"});
-  std::string banner = demo.first_line(30s);
+  ChildProcess demo(GLASSBOX_DEMO_PATH, kArgs, {"GLASSBOX_TRACE_FILE=" + path, "OTEL_BSP_SCHEDULE_DELAY=50"});
+  std::string banner = demo.read_line();
   EXPECT_NE(banner.find("traces: file " + path), std::string::npos) << banner;
   ASSERT_TRUE(wait_for_text(path, "glassbox.demo.round", 20s)) << "no round span reached the file";
   demo.signal(GetParam());
@@ -64,7 +60,7 @@ TEST_P(DemoSignal, TheTraceFileIsValidAfterTheSignal) {
   EXPECT_GE(t.flows, 4u);  // each round's span hands off to 4 worker threads
   std::set<std::string> thread_names;
   for (const auto& [tid, name] : t.thread_names) thread_names.insert(name);
-  EXPECT_TRUE(thread_names.count("churn-0") && thread_names.count("churn-3")) << "worker threads are not named";
+  EXPECT_TRUE(thread_names.count("worker-0") && thread_names.count("worker-3")) << "worker threads are not named";
 }
 
 INSTANTIATE_TEST_SUITE_P(SigintAndSigterm, DemoSignal, ::testing::Values(SIGINT, SIGTERM),
@@ -73,11 +69,11 @@ INSTANTIATE_TEST_SUITE_P(SigintAndSigterm, DemoSignal, ::testing::Values(SIGINT,
 TEST(DemoTracing, OtlpAndTheTraceFileReceiveTheSameSpans) {
   glassbox::testing::OtlpCollector collector;
   std::string path = temp_path("fanout");
-  Demo demo({"--iterations", "3", "--threads", "2", "--interval-ms", "0", "--device", "cpu", "--metrics-addr",
+  ChildProcess demo(GLASSBOX_DEMO_PATH, {"--iterations", "3", "--threads", "2", "--interval-ms", "0", "--device", "cpu", "--metrics-addr",
              "127.0.0.1:0"},
             {"GLASSBOX_TRACE_FILE=" + path, "OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.base_url(),
              "OTEL_SERVICE_NAME=demo-under-test"});
-  std::string banner = demo.first_line(30s);
+  std::string banner = demo.read_line();
   EXPECT_NE(banner.find("otlp -> " + collector.traces_url()), std::string::npos) << banner;
   std::uint64_t pid = demo.pid();
   ASSERT_EQ(demo.wait(30s), 0);

@@ -64,7 +64,7 @@ TEST(LinkIntoService, AnInstalledGlassboxBuildsAServiceWhoseMetricsScrape) {
   constexpr int kSteps = 40;
   glassbox::testing::ChildProcess service((build / "link-into-service").string(),
                                           {"--steps", std::to_string(kSteps), "--metrics-addr", "127.0.0.1:0"});
-  std::string ready = service.first_line(30s);
+  std::string ready = service.read_line();
   std::smatch port;
   ASSERT_TRUE(std::regex_search(ready, port, std::regex(R"(ready: .* metrics at http://127\.0\.0\.1:(\d+)/metrics)")))
       << "unexpected first line: " << ready;

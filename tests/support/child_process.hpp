@@ -83,8 +83,22 @@ class ChildProcess {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the log is a file the child writes
     }
   }
-  /// The first line the child writes (without its newline).
-  std::string first_line(std::chrono::milliseconds timeout) { return wait_for_log(std::regex("^([^\\n]*)\\n"), timeout); }
+  /// The next whole line the child writes (with its newline), once written;
+  /// empty when the child has exited and every line was read, or at `timeout`.
+  std::string read_line(std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const bool alive = running();  // read after this, so a last line is not missed
+      const std::string text = log();
+      if (auto nl = text.find('\n', read_pos_); nl != std::string::npos) {
+        std::string line = text.substr(read_pos_, nl + 1 - read_pos_);
+        read_pos_ = nl + 1;
+        return line;
+      }
+      if (!alive || std::chrono::steady_clock::now() > deadline) return "";
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
 
   /// The exit status once it exits within `timeout`; -1 when it is still
   /// running then, or was ended by a signal.
@@ -110,6 +124,7 @@ class ChildProcess {
   }
   std::string log_path_;
   bool own_log_;
+  std::size_t read_pos_ = 0;
   pid_t pid_ = -1;
   int status_ = 0;
 };

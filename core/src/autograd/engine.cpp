@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "glassbox/autograd/backward_error.hpp"
+#include "glassbox/autograd/device_kernels.hpp"
 #include "glassbox/autograd/grad_mode.hpp"
 #include "glassbox/autograd/ready_queue.hpp"
 #include "glassbox/error.hpp"
@@ -190,7 +191,8 @@ struct Engine::Impl {
     if (ReadyQueue* q = device_queues[device].load(std::memory_order_relaxed)) return *q;
     auto q = std::make_shared<ReadyQueue>(DeviceMetrics::resolve(registry, device));
     device_queues_owned.push_back(q);
-    workers.emplace_back([this, q] {
+    workers.emplace_back([this, q, device] {
+      if (DeviceKernels* kernels = installed_device_kernels()) kernels->bind_thread(device);
       ServingScope serving(q, self);
       run_until(nullptr, *q);
     });

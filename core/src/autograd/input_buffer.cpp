@@ -12,7 +12,7 @@ void InputBuffer::add(std::uint32_t slot, Tensor&& grad) {
   } else if (math::exclusively_owned(held)) {
     math::accumulate(held, grad);
   } else {
-    held = math::zip(held, grad, [](float x, float y) { return x + y; });
+    held = math::binary(BinaryOp::add, held, grad);
   }
 }
 

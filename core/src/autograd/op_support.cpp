@@ -18,6 +18,10 @@ void check_same(const char* op, const Tensor& a, const Tensor& b) {
                 " and " + b.shape().str() + " on device " + device_name(b.device()) +
                 " (shapes and devices must match; broadcasting is not supported)");
   }
+  if (a.in_device_memory() != b.in_device_memory()) {
+    throw Error(std::string(op) + ": one input is in device memory and one in host memory on device " +
+                device_name(a.device()) + " (make device tensors only after use_cuda())");
+  }
 }
 
 void check_ndim(const char* op, const Tensor& t, std::size_t ndim) {

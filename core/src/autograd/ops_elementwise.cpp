@@ -1,6 +1,4 @@
 // Elementwise ops and their backward nodes.
-#include <cmath>
-
 #include "glassbox/autograd/ops.hpp"
 #include "op_support.hpp"
 #include "tensor_math.hpp"
@@ -9,9 +7,7 @@ namespace glassbox::autograd {
 
 namespace {
 
-Tensor negate(const Tensor& g) {
-  return math::map(g, [](float x) { return -x; });
-}
+Tensor negate(const Tensor& g) { return math::unary(UnaryOp::scale, g, -1.0F); }
 
 // d(a ± b): the same gradient to a, ± it to b.
 class AddBackward final : public Node {
@@ -34,8 +30,7 @@ class MulBackward final : public Node {
   TensorList apply(TensorList&& grads) override {
     Tensor a = a_.unpack(name());
     Tensor b = b_.unpack(name());
-    auto times = [](float g, float x) { return g * x; };
-    return {math::zip(grads[0], b, times), math::zip(grads[0], a, times)};
+    return {math::binary(BinaryOp::mul, grads[0], b), math::binary(BinaryOp::mul, grads[0], a)};
   }
   const char* name() const noexcept override { return "MulBackward"; }
   void release_variables() override {
@@ -47,6 +42,7 @@ class MulBackward final : public Node {
   SavedTensor a_, b_;
 };
 
+// d(a / b): g / b to a, -(g / b) * (a / b) to b.
 class DivBackward final : public Node {
  public:
   DivBackward(int device, std::vector<Edge> edges, const Tensor& a, const Tensor& b)
@@ -54,9 +50,9 @@ class DivBackward final : public Node {
   TensorList apply(TensorList&& grads) override {
     Tensor a = a_.unpack(name());
     Tensor b = b_.unpack(name());
-    Tensor ga = math::zip(grads[0], b, [](float g, float y) { return g / y; });
-    Tensor gb = math::zip(ga, math::zip(a, b, [](float x, float y) { return x / y; }),
-                          [](float gy, float q) { return -gy * q; });
+    Tensor ga = math::binary(BinaryOp::div, grads[0], b);
+    Tensor gb = math::binary(BinaryOp::mul, ga, math::binary(BinaryOp::div, a, b));
+    math::unary_in_place(UnaryOp::scale, gb, -1.0F);
     return {ga, gb};
   }
   const char* name() const noexcept override { return "DivBackward"; }
@@ -76,10 +72,10 @@ class MulScalarBackward final : public Node {
   TensorList apply(TensorList&& grads) override {
     Tensor& g = grads[0];
     if (math::exclusively_owned(g)) {  // reuse the buffer: chains pass one gradient along
-      for (float& v : g.mutable_data()) v *= factor_;
+      math::unary_in_place(UnaryOp::scale, g, factor_);
       return {std::move(g)};
     }
-    return {math::map(g, [f = factor_](float v) { return v * f; })};
+    return {math::unary(UnaryOp::scale, g, factor_)};
   }
   const char* name() const noexcept override { return "MulScalarBackward"; }
 
@@ -87,52 +83,48 @@ class MulScalarBackward final : public Node {
   float factor_;
 };
 
-// Backward of y = f(x) from the saved output: dy/dx = Derivative::from_output(y).
-template <class Derivative>
+// Backward of y = f(x) from the saved output: `Grad` multiplies the gradient
+// by the derivative written in terms of y.
+template <BinaryOp Grad>
 class PointwiseBackward final : public Node {
  public:
-  PointwiseBackward(int device, std::vector<Edge> edges, const Tensor& out)
-      : Node(device, std::move(edges)), out_(out) {}
-  TensorList apply(TensorList&& grads) override {
-    return {math::zip(grads[0], out_.unpack(name()), [](float g, float y) { return g * Derivative::from_output(y); })};
-  }
-  const char* name() const noexcept override { return Derivative::name; }
+  PointwiseBackward(int device, std::vector<Edge> edges, const Tensor& out, const char* name)
+      : Node(device, std::move(edges)), out_(out), name_(name) {}
+  TensorList apply(TensorList&& grads) override { return {math::binary(Grad, grads[0], out_.unpack(name()))}; }
+  const char* name() const noexcept override { return name_; }
   void release_variables() override { out_.release(); }
 
  private:
   SavedTensor out_;
+  const char* name_;
 };
 
-struct Relu {
-  static constexpr const char* name = "ReluBackward";
-  static float apply(float x) { return x > 0.0F ? x : 0.0F; }
-  static float from_output(float y) { return y > 0.0F ? 1.0F : 0.0F; }
-};
-struct Sigmoid {
-  static constexpr const char* name = "SigmoidBackward";
-  static float apply(float x) { return 1.0F / (1.0F + std::exp(-x)); }
-  static float from_output(float y) { return y * (1.0F - y); }
-};
-struct Tanh {
-  static constexpr const char* name = "TanhBackward";
-  static float apply(float x) { return std::tanh(x); }
-  static float from_output(float y) { return 1.0F - y * y; }
-};
-
-template <class F>
-Tensor pointwise(const char* op, const Tensor& x) {
+template <UnaryOp Op, BinaryOp Grad>
+Tensor pointwise(const char* op, const char* node_name, const Tensor& x) {
   detail::check_defined(op, x);
-  Tensor out = math::map(x, [](float v) { return F::apply(v); });
-  return detail::record<PointwiseBackward<F>>(out, {&x}, out);
+  Tensor out = math::unary(Op, x);
+  return detail::record<PointwiseBackward<Grad>>(out, {&x}, out, node_name);
+}
+
+// A copy of `x`'s values on `device`, from whichever memory holds them to
+// whichever memory `device` keeps tensors in.
+Tensor copy_to(const Tensor& x, int device) {
+  DeviceKernels* src = math::kernels_of(x);
+  if (src == nullptr) return Tensor::from(x.shape(), std::vector<float>(x.data().begin(), x.data().end()), device);
+  Tensor out = Tensor::empty(x.shape(), device);
+  auto n = static_cast<std::size_t>(x.numel());
+  if (out.in_device_memory()) {
+    src->copy(x.device(), math::ptr(x), device, math::mutable_ptr(out), n);
+  } else {
+    src->copy_to_host(x.device(), math::ptr(x), math::mutable_ptr(out), n);
+  }
+  return out;
 }
 
 class ToBackward final : public Node {
  public:
   ToBackward(int device, std::vector<Edge> edges, int source) : Node(device, std::move(edges)), source_(source) {}
-  TensorList apply(TensorList&& grads) override {
-    const Tensor& g = grads[0];
-    return {Tensor::from(g.shape(), std::vector<float>(g.data().begin(), g.data().end()), source_)};
-  }
+  TensorList apply(TensorList&& grads) override { return {copy_to(grads[0], source_)}; }
   const char* name() const noexcept override { return "ToBackward"; }
 
  private:
@@ -143,36 +135,38 @@ class ToBackward final : public Node {
 
 Tensor add(const Tensor& a, const Tensor& b) {
   detail::check_same("add", a, b);
-  return detail::record<AddBackward>(math::zip(a, b, [](float x, float y) { return x + y; }), {&a, &b}, 1.0F);
+  return detail::record<AddBackward>(math::binary(BinaryOp::add, a, b), {&a, &b}, 1.0F);
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
   detail::check_same("sub", a, b);
-  return detail::record<AddBackward>(math::zip(a, b, [](float x, float y) { return x - y; }), {&a, &b}, -1.0F);
+  return detail::record<AddBackward>(math::binary(BinaryOp::sub, a, b), {&a, &b}, -1.0F);
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
   detail::check_same("mul", a, b);
-  return detail::record<MulBackward>(math::zip(a, b, [](float x, float y) { return x * y; }), {&a, &b}, a, b);
+  return detail::record<MulBackward>(math::binary(BinaryOp::mul, a, b), {&a, &b}, a, b);
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
   detail::check_same("div", a, b);
-  return detail::record<DivBackward>(math::zip(a, b, [](float x, float y) { return x / y; }), {&a, &b}, a, b);
+  return detail::record<DivBackward>(math::binary(BinaryOp::div, a, b), {&a, &b}, a, b);
 }
 
 Tensor mul(const Tensor& a, float factor) {
   detail::check_defined("mul", a);
-  return detail::record<MulScalarBackward>(math::map(a, [factor](float x) { return x * factor; }), {&a}, factor);
+  return detail::record<MulScalarBackward>(math::unary(UnaryOp::scale, a, factor), {&a}, factor);
 }
 
-Tensor relu(const Tensor& x) { return pointwise<Relu>("relu", x); }
-Tensor sigmoid(const Tensor& x) { return pointwise<Sigmoid>("sigmoid", x); }
-Tensor tanh(const Tensor& x) { return pointwise<Tanh>("tanh", x); }
+Tensor relu(const Tensor& x) { return pointwise<UnaryOp::relu, BinaryOp::relu_grad>("relu", "ReluBackward", x); }
+Tensor sigmoid(const Tensor& x) {
+  return pointwise<UnaryOp::sigmoid, BinaryOp::sigmoid_grad>("sigmoid", "SigmoidBackward", x);
+}
+Tensor tanh(const Tensor& x) { return pointwise<UnaryOp::tanh, BinaryOp::tanh_grad>("tanh", "TanhBackward", x); }
 
 Tensor to(const Tensor& x, int device) {
   detail::check_defined("to", x);
-  Tensor out = Tensor::from(x.shape(), std::vector<float>(x.data().begin(), x.data().end()), device);
+  Tensor out = copy_to(x, device);
   return detail::record<ToBackward>(out, {&x}, x.device());
 }
 

@@ -1,33 +1,40 @@
-// Matrix product on the CPU and its backward node.
+// Matrix product and its backward node.
+#include <algorithm>
 #include <string>
 
 #include "glassbox/autograd/ops.hpp"
 #include "glassbox/error.hpp"
 #include "op_support.hpp"
+#include "tensor_math.hpp"
 
 namespace glassbox::autograd {
 
 namespace {
 
+void host_gemm(const GemmArgs& g) {
+  std::fill(g.c, g.c + g.m * g.n, 0.0F);
+  for (std::int64_t i = 0; i < g.m; ++i) {
+    for (std::int64_t p = 0; p < g.k; ++p) {
+      float av = g.transpose_a ? g.a[p * g.lda + i] : g.a[i * g.lda + p];
+      for (std::int64_t j = 0; j < g.n; ++j) {
+        float bv = g.transpose_b ? g.b[j * g.ldb + p] : g.b[p * g.ldb + j];
+        g.c[i * g.n + j] += av * bv;
+      }
+    }
+  }
+}
+
 // C[m, n] = op(A)[m, k] * op(B)[k, n], op transposing when asked; row-major.
 Tensor gemm(const Tensor& a, bool ta, const Tensor& b, bool tb) {
   const std::int64_t m = ta ? a.shape()[1] : a.shape()[0];
-  const std::int64_t k = ta ? a.shape()[0] : a.shape()[1];
   const std::int64_t n = tb ? b.shape()[0] : b.shape()[1];
-  const std::int64_t lda = a.shape()[1];
-  const std::int64_t ldb = b.shape()[1];
-  Tensor c = Tensor::zeros(Shape{m, n}, a.device());
-  std::span<const float> x = a.data();
-  std::span<const float> y = b.data();
-  std::span<float> z = c.mutable_data();
-  for (std::int64_t i = 0; i < m; ++i) {
-    for (std::int64_t p = 0; p < k; ++p) {
-      float av = ta ? x[static_cast<std::size_t>(p * lda + i)] : x[static_cast<std::size_t>(i * lda + p)];
-      for (std::int64_t j = 0; j < n; ++j) {
-        float bv = tb ? y[static_cast<std::size_t>(j * ldb + p)] : y[static_cast<std::size_t>(p * ldb + j)];
-        z[static_cast<std::size_t>(i * n + j)] += av * bv;
-      }
-    }
+  Tensor c = Tensor::empty(Shape{m, n}, a.device());
+  GemmArgs args{math::ptr(a), math::ptr(b), math::mutable_ptr(c), m, n, ta ? a.shape()[0] : a.shape()[1],
+                a.shape()[1], b.shape()[1], ta, tb};
+  if (DeviceKernels* k = math::kernels_of(a)) {
+    k->gemm(a.device(), args);
+  } else {
+    host_gemm(args);
   }
   return c;
 }
@@ -55,7 +62,7 @@ class MatmulBackward final : public Node {
 Tensor matmul(const Tensor& a, const Tensor& b) {
   detail::check_ndim("matmul", a, 2);
   detail::check_ndim("matmul", b, 2);
-  if (a.shape()[1] != b.shape()[0] || a.device() != b.device()) {
+  if (a.shape()[1] != b.shape()[0] || a.device() != b.device() || a.in_device_memory() != b.in_device_memory()) {
     throw Error("matmul: cannot multiply " + a.shape().str() + " on device " + device_name(a.device()) + " by " +
                 b.shape().str() + " on device " + device_name(b.device()));
   }

@@ -4,6 +4,7 @@
 
 #include "glassbox/autograd/grad_mode.hpp"
 #include "glassbox/error.hpp"
+#include "tensor_math.hpp"
 
 namespace glassbox::autograd {
 
@@ -21,29 +22,102 @@ void check_in_place_allowed(const Tensor& t, const char* op) {
   }
 }
 
+void check_device(int device) {
+  if (device < kCpu || device >= kMaxDevices) {
+    throw Error("device " + std::to_string(device) + " is out of range: use kCpu (-1) or 0.." +
+                std::to_string(kMaxDevices - 1));
+  }
+}
+
+// Fresh device memory for `shape` when `device` keeps its tensors there, else null.
+std::shared_ptr<Storage> device_storage(Shape shape, int device) {
+  check_device(device);
+  if (math::kernels_for(device) == nullptr) return nullptr;
+  return std::make_shared<Storage>(device, static_cast<std::size_t>(shape.numel()));
+}
+
+void check_host(const TensorImpl& impl, const char* what) {
+  if (impl.storage->device_data != nullptr) {
+    throw Error(std::string(what) + " of a tensor in device memory on device " + device_name(impl.device) +
+                ": copy it to the host first with to(x, kCpu)");
+  }
+}
+
 }  // namespace
+
+namespace {
+std::atomic<std::int64_t> host_storages_on_devices{0};
+}  // namespace
+
+Storage::Storage(std::vector<float> values, int dev) : data(std::move(values)), device(dev) {
+  if (dev != kCpu) host_storages_on_devices.fetch_add(1, std::memory_order_relaxed);
+}
+
+Storage::Storage(int dev, std::size_t numel) : device(dev) {
+  device_data = installed_device_kernels()->allocate(dev, numel);
+}
+
+Storage::~Storage() {
+  if (device_data != nullptr) {
+    installed_device_kernels()->release(device, device_data);
+  } else if (device != kCpu) {
+    host_storages_on_devices.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+std::int64_t Storage::host_memory_on_devices() noexcept {
+  return host_storages_on_devices.load(std::memory_order_relaxed);
+}
 
 Tensor Tensor::from(Shape shape, std::vector<float> values, int device) {
   if (static_cast<std::int64_t>(values.size()) != shape.numel()) {
     throw Error("tensor of shape " + shape.str() + " needs " + std::to_string(shape.numel()) + " values, got " +
                 std::to_string(values.size()));
   }
-  if (device < kCpu || device >= kMaxDevices) throw Error("device " + std::to_string(device) + " is out of range");
-  return Tensor(std::make_shared<TensorImpl>(shape, device, std::make_shared<Storage>(std::move(values))));
+  if (auto storage = device_storage(shape, device)) {
+    math::kernels_for(device)->copy_from_host(device, values.data(), storage->device_data, values.size());
+    return Tensor(std::make_shared<TensorImpl>(shape, device, std::move(storage)));
+  }
+  return Tensor(std::make_shared<TensorImpl>(shape, device, std::make_shared<Storage>(std::move(values), device)));
 }
 
 Tensor Tensor::full(Shape shape, float value, int device) {
+  if (auto storage = device_storage(shape, device)) {
+    math::kernels_for(device)->fill(device, storage->device_data, static_cast<std::size_t>(shape.numel()), value);
+    return Tensor(std::make_shared<TensorImpl>(shape, device, std::move(storage)));
+  }
   return from(shape, std::vector<float>(static_cast<std::size_t>(shape.numel()), value), device);
+}
+
+Tensor Tensor::empty(Shape shape, int device) {
+  if (auto storage = device_storage(shape, device)) {
+    return Tensor(std::make_shared<TensorImpl>(shape, device, std::move(storage)));
+  }
+  return zeros(shape, device);
 }
 
 const Shape& Tensor::shape() const noexcept { return impl_->shape; }
 int Tensor::device() const noexcept { return impl_->device; }
-std::span<const float> Tensor::data() const noexcept { return impl_->storage->data; }
-std::span<float> Tensor::mutable_data() const noexcept { return impl_->storage->data; }
+bool Tensor::in_device_memory() const noexcept { return impl_->storage->device_data != nullptr; }
+
+std::span<const float> Tensor::data() const {
+  check_host(checked(impl_.get()), "data()");
+  return impl_->storage->data;
+}
+
+std::span<float> Tensor::mutable_data() const {
+  check_host(checked(impl_.get()), "mutable_data()");
+  return impl_->storage->data;
+}
 
 float Tensor::item() const {
   const TensorImpl& impl = checked(impl_.get());
   if (impl.shape.numel() != 1) throw Error("item() of a tensor of shape " + impl.shape.str());
+  if (DeviceKernels* k = math::kernels_of(*this)) {
+    float value = 0.0F;
+    k->copy_to_host(impl.device, impl.storage->device_data, &value, 1);
+    return value;
+  }
   return impl.storage->data[0];
 }
 
@@ -82,6 +156,11 @@ Tensor Tensor::detach() const {
 
 Tensor Tensor::clone() const {
   const TensorImpl& impl = checked(impl_.get());
+  if (DeviceKernels* k = math::kernels_of(*this)) {
+    Tensor out = empty(impl.shape, impl.device);
+    k->copy(impl.device, math::ptr(*this), impl.device, math::mutable_ptr(out), static_cast<std::size_t>(numel()));
+    return out;
+  }
   return from(impl.shape, impl.storage->data, impl.device);
 }
 
@@ -90,16 +169,14 @@ Tensor& Tensor::add_(const Tensor& other) {
   if (other.shape() != shape() || other.device() != device()) {
     throw Error("add_: shapes " + shape().str() + " and " + other.shape().str() + " or devices differ");
   }
-  std::span<float> out = mutable_data();
-  std::span<const float> in = other.data();
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] += in[i];
+  math::accumulate(*this, other);
   impl_->storage->version.fetch_add(1, std::memory_order_release);
   return *this;
 }
 
 Tensor& Tensor::mul_(float factor) {
   check_in_place_allowed(*this, "mul_");
-  for (float& v : mutable_data()) v *= factor;
+  math::unary_in_place(UnaryOp::scale, *this, factor);
   impl_->storage->version.fetch_add(1, std::memory_order_release);
   return *this;
 }

@@ -36,6 +36,18 @@ Tensor nll_loss(const Tensor& log_probs, const std::vector<std::int64_t>& target
 /// nll_loss(log_softmax(logits), targets).
 Tensor cross_entropy(const Tensor& logits, const std::vector<std::int64_t>& targets);
 
+/// 2-d cross-correlation of input [n, c, h, w] with weight [k, c, r, s], plus
+/// bias [k] when defined: output [n, k, (h + 2p - r) / stride + 1,
+/// (w + 2p - s) / stride + 1], zero padding. Bad shapes, stride < 1,
+/// padding < 0 or mixed devices throw glassbox::Error naming every shape.
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, int stride = 1, int padding = 0);
+
+/// The same data under `shape` (same element count), sharing storage and
+/// version counter with x, as a view does.
+Tensor reshape(const Tensor& x, Shape shape);
+/// [n, ...] -> [n, numel / n].
+Tensor flatten(const Tensor& x);
+
 /// A copy on `device`; its gradient goes back to the source device.
 Tensor to(const Tensor& x, int device);
 

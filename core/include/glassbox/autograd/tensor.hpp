@@ -1,6 +1,10 @@
 #pragma once
 // A dense, contiguous float32 tensor with autograd metadata.
 //
+// Data lives in host memory, or, for a tensor on device d >= 0 once device
+// kernels are installed (use_cuda()), in the memory of device d. Host reads of
+// device memory (data()) throw: copy with to(x, kCpu) first; item() copies.
+//
 // Tensor is a shared handle: copies refer to the same TensorImpl, as a
 // torch.Tensor does. Data lives in a Storage that detach() shares, together
 // with the version counter, so an in-place change through any alias is seen
@@ -11,6 +15,7 @@
 // Writing data (in-place ops, mutable_data) while another thread reads it is a
 // data race, as it is in PyTorch.
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -25,10 +30,27 @@ namespace glassbox::autograd {
 class Node;
 class TensorImpl;
 
-/// Element buffer plus the version counter of every alias of it.
+/// Element buffer plus the version counter of every alias of it: host
+/// values, or (device_data set) `numel` floats in the memory of `device`,
+/// owned through the installed DeviceKernels.
 struct Storage {
-  explicit Storage(std::vector<float> values) : data(std::move(values)) {}
+  /// Host values. A `device` other than kCpu marks the data of a device
+  /// tensor kept in host memory (no device kernels installed); those are counted.
+  explicit Storage(std::vector<float> values, int dev = kCpu);
+  /// Uninitialised memory for `numel` floats on `device`, from the installed
+  /// device kernels (which must exist).
+  Storage(int device, std::size_t numel);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  /// Live storages of device tensors in host memory: device kernels may be
+  /// installed only while there are none.
+  static std::int64_t host_memory_on_devices() noexcept;
+
   std::vector<float> data;
+  float* device_data = nullptr;
+  int device = kCpu;
   std::atomic<std::uint32_t> version{0};
 };
 
@@ -44,16 +66,23 @@ class Tensor {
   static Tensor zeros(Shape shape, int device = kCpu) { return full(shape, 0.0F, device); }
   static Tensor ones(Shape shape, int device = kCpu) { return full(shape, 1.0F, device); }
   static Tensor scalar(float value, int device = kCpu) { return full(Shape{}, value, device); }
+  /// Values left unspecified (zeros in host memory): for results an op overwrites.
+  static Tensor empty(Shape shape, int device = kCpu);
 
   bool defined() const noexcept { return impl_ != nullptr; }
   const Shape& shape() const noexcept;
   std::int64_t numel() const noexcept { return shape().numel(); }
   int device() const noexcept;
-  std::span<const float> data() const noexcept;
+  /// Whether the values are in device memory (then data() throws).
+  bool in_device_memory() const noexcept;
+  /// Host values; throws glassbox::Error for a tensor in device memory.
+  std::span<const float> data() const;
   /// For writing the values of a fresh tensor or an in-place op; the caller
   /// bumps the version when the tensor may already be saved somewhere.
-  std::span<float> mutable_data() const noexcept;
-  /// The single element; throws glassbox::Error when numel() != 1.
+  /// Throws glassbox::Error for a tensor in device memory.
+  std::span<float> mutable_data() const;
+  /// The single element (copied to the host, waiting for the device, if it
+  /// is in device memory); throws glassbox::Error when numel() != 1.
   float item() const;
 
   bool requires_grad() const noexcept;

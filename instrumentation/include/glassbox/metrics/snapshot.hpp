@@ -1,6 +1,7 @@
 #pragma once
 // What exporters read: a copy of every family's values taken at one moment.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,5 +38,12 @@ using Snapshot = std::vector<FamilySnapshot>;
 /// nullptr. Meant for tests and tools, not hot paths.
 const SeriesSnapshot* find_series(const Snapshot& snapshot, const std::string& name,
                                   const LabelPairs& labels = {});
+
+/// The value below which a fraction `q` (in [0, 1]) of the observations fall,
+/// interpolated linearly within its bucket as Prometheus's
+/// histogram_quantile() does: a bucket's observations are taken as spread
+/// evenly from the bound below it (0 for the first) to its own. A quantile
+/// in the +Inf bucket is the highest finite bound. nullopt when empty.
+std::optional<double> histogram_quantile(const HistogramValue& h, double q);
 
 }  // namespace glassbox::metrics

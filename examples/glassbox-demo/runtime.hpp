@@ -1,0 +1,36 @@
+#pragma once
+// What a training step uses, chosen by device kind: where handles come from,
+// how batches are staged, where convolutions run, and the pinned allocator
+// whose statistics the summary reports. The training loop sees only this, so
+// wiring the GPU path means adding a runtime, not changing the loop.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "glassbox/host_allocator/host_stats.hpp"
+#include "staging.hpp"
+#include "worker_round.hpp"
+
+namespace glassbox::demo {
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  /// For the banner: "cpu (sim backends)", "cuda".
+  virtual std::string description() const = 0;
+  virtual int device_count() const = 0;
+  /// The libraries whose handles each step's worker threads take.
+  virtual const std::vector<HandleSource>& handle_sources() const = 0;
+  /// Null where training is not wired for the device yet (then the demo only
+  /// runs rounds of handle-taking worker threads).
+  virtual BatchStager* stager() noexcept = 0;
+  /// The pinned host allocator's statistics, where the runtime has one.
+  virtual std::optional<host_allocator::HostStats> host_stats() const = 0;
+};
+
+/// For "cpu" or "cuda". Throws glassbox::Error when the build or the machine
+/// has no such device.
+std::unique_ptr<Runtime> make_runtime(const std::string& device);
+
+}  // namespace glassbox::demo

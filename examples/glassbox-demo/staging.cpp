@@ -1,0 +1,27 @@
+#include "staging.hpp"
+
+#include <cstring>
+
+#include "glassbox/backend/sim_host_backend.hpp"
+
+namespace glassbox::demo {
+
+autograd::Tensor SimPinnedStager::stage(const Batch& batch) {
+  const std::size_t bytes = batch.images.size() * sizeof(float);
+  host_allocator::HostAllocation block = allocator_.allocate(bytes);
+  std::memcpy(block.ptr, batch.images.data(), bytes);  // the DataLoader's pin_memory copy
+  autograd::Tensor images = autograd::Tensor::zeros(batch.shape);
+  copy_stream_.enqueue([dst = images.mutable_data().data(), src = block.ptr, bytes, keep = images] {
+    std::memcpy(dst, src, bytes);
+  });
+  allocator_.record_stream(block.ptr, block.ctx, backend::SimHostBackend::id(copy_stream_));
+  // Freed with the copy still queued: the allocator holds the block back
+  // until the event it records on the copy stream has completed.
+  allocator_.free(block.ctx);
+  // The CPU model reads the images on the host, so the host waits for the
+  // copy here; a GPU step would make its compute stream wait instead.
+  copy_stream_.record().synchronize();
+  return images;
+}
+
+}  // namespace glassbox::demo

@@ -1,0 +1,36 @@
+#pragma once
+// How a batch reaches the model: staged in a pinned block from the caching
+// host allocator and copied on a copy stream, as a DataLoader with
+// pin_memory=True followed by a non_blocking copy does.
+#include "data.hpp"
+#include "glassbox/autograd/tensor.hpp"
+#include "glassbox/backend/sim_stream.hpp"
+#include "glassbox/host_allocator/caching_host_allocator.hpp"
+
+namespace glassbox::demo {
+
+/// Per device kind; make_runtime() picks one.
+class BatchStager {
+ public:
+  virtual ~BatchStager() = default;
+  /// The batch's images as a tensor the model can read.
+  virtual autograd::Tensor stage(const Batch& batch) = 0;
+};
+
+/// For the CPU: a pinned block from `allocator` (on the sim host backend),
+/// the "device" copy queued on `copy_stream`, record_stream so the block is
+/// reused only after that copy has run, and the block freed at once.
+/// Thread-safety: stage() may be called from one thread at a time.
+class SimPinnedStager final : public BatchStager {
+ public:
+  /// Both must outlive the stager.
+  SimPinnedStager(host_allocator::CachingHostAllocator& allocator, backend::SimStream& copy_stream)
+      : allocator_(allocator), copy_stream_(copy_stream) {}
+  autograd::Tensor stage(const Batch& batch) override;
+
+ private:
+  host_allocator::CachingHostAllocator& allocator_;
+  backend::SimStream& copy_stream_;
+};
+
+}  // namespace glassbox::demo

@@ -1,0 +1,247 @@
+// CUDA tensors against the CPU: every op forward and backward, matmul through
+// cuBLAS, conv2d through cuDNN, cross entropy, checkpoint, graphs that mix the
+// CPU with one or two GPUs, and to() round trips through pinned staging.
+// Each case builds the same graph twice from the same values, once on the
+// CPU and once on a GPU, and compares values and gradients.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "glassbox/autograd/autograd.hpp"
+#include "glassbox/autograd/checkpoint.hpp"
+#include "glassbox/autograd/ops.hpp"
+#include "glassbox/autograd/use_cuda.hpp"
+#include "glassbox/backend/cuda_check.hpp"
+#include "glassbox/backend/cuda_device_kernels.hpp"
+#include "glassbox/backend/cuda_host_backend.hpp"
+#include "glassbox/error.hpp"
+#include "test_kernels.hpp"
+
+namespace ga = glassbox::autograd;
+namespace gb = glassbox::backend;
+using ga::kCpu;
+using ga::Shape;
+using ga::Tensor;
+using ga::TensorList;
+
+namespace {
+
+class GpuAutograd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (gb::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    ga::use_cuda();
+  }
+};
+
+std::vector<float> random_values(std::int64_t n, std::uint32_t seed, float lo = -1.0F, float hi = 1.0F) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+// A leaf on `device` with values drawn from `seed`.
+Tensor leaf(Shape shape, int device, std::uint32_t seed, float lo = -1.0F, float hi = 1.0F) {
+  return Tensor::from(shape, random_values(shape.numel(), seed, lo, hi), device).set_requires_grad(true);
+}
+
+std::vector<float> host_values(const Tensor& t) {
+  Tensor h = ga::to(t.detach(), kCpu);
+  return {h.data().begin(), h.data().end()};
+}
+
+// Largest |a - b| relative to 1 + |b|: float rounding differs between the
+// GPU's kernels (and cuBLAS/cuDNN's summation orders) and the host loops.
+void expect_close(const Tensor& gpu, const Tensor& cpu, double tolerance, const std::string& what) {
+  ASSERT_TRUE(gpu.defined()) << what << ": no GPU result";
+  ASSERT_TRUE(cpu.defined()) << what << ": no CPU result";
+  ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
+  std::vector<float> g = host_values(gpu);
+  std::span<const float> c = cpu.data();
+  double worst = 0.0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    ASSERT_FALSE(std::isnan(g[i])) << what << " [" << i << "]";
+    worst = std::max(worst, std::abs(double(g[i]) - c[i]) / (1.0 + std::abs(double(c[i]))));
+  }
+  EXPECT_LT(worst, tolerance) << what;
+}
+
+// Builds `f` over leaves of `shapes` on the CPU and on `device`, reduces each
+// result to a scalar through fixed random weights (so every element's
+// gradient differs), runs backward, and compares outputs and gradients.
+using Build = std::function<Tensor(const TensorList&)>;
+
+void compare_with_cpu(const std::string& what, const std::vector<Shape>& shapes, const Build& f, int device = 0,
+                      float lo = -1.0F, float hi = 1.0F, double tolerance = 1e-5) {
+  TensorList cpu_in, gpu_in;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    cpu_in.push_back(leaf(shapes[i], kCpu, 100 + static_cast<std::uint32_t>(i), lo, hi));
+    gpu_in.push_back(leaf(shapes[i], device, 100 + static_cast<std::uint32_t>(i), lo, hi));
+    ASSERT_TRUE(gpu_in.back().in_device_memory());
+  }
+  Tensor cpu_out = f(cpu_in);
+  Tensor gpu_out = f(gpu_in);
+  ASSERT_TRUE(gpu_out.in_device_memory()) << what;
+  expect_close(gpu_out, cpu_out, tolerance, what + " forward");
+  std::vector<float> w = random_values(cpu_out.numel(), 7);
+  ga::backward({ga::sum(cpu_out * Tensor::from(cpu_out.shape(), w))});
+  ga::backward({ga::sum(gpu_out * Tensor::from(gpu_out.shape(), w, device))});
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    ASSERT_TRUE(gpu_in[i].grad().in_device_memory()) << what << " input " << i;
+    expect_close(gpu_in[i].grad(), cpu_in[i].grad(), tolerance, what + " gradient of input " + std::to_string(i));
+  }
+}
+
+TEST_F(GpuAutograd, ElementwiseOpsMatchTheCpuForwardAndBackward) {
+  const std::vector<Shape> two{Shape{37, 19}, Shape{37, 19}};
+  const std::vector<Shape> one{Shape{1000, 3}};
+  compare_with_cpu("add", two, [](const TensorList& t) { return t[0] + t[1]; });
+  compare_with_cpu("sub", two, [](const TensorList& t) { return t[0] - t[1]; });
+  compare_with_cpu("mul", two, [](const TensorList& t) { return t[0] * t[1]; });
+  // Denominators kept away from zero by the value range.
+  compare_with_cpu("div", two, [](const TensorList& t) { return t[0] / t[1]; }, 0, 0.5F, 1.5F);
+  compare_with_cpu("mul by a scalar", one, [](const TensorList& t) { return t[0] * -2.5F; });
+  compare_with_cpu("relu", one, [](const TensorList& t) { return ga::relu(t[0]); });
+  compare_with_cpu("sigmoid", one, [](const TensorList& t) { return ga::sigmoid(t[0]); });
+  compare_with_cpu("tanh", one, [](const TensorList& t) { return ga::tanh(t[0]); });
+}
+
+TEST_F(GpuAutograd, ReductionsAndLossesMatchTheCpu) {
+  // Large enough that the one-block reduction loops many times per thread.
+  const std::vector<Shape> big{Shape{300, 111}};
+  compare_with_cpu("sum", big, [](const TensorList& t) { return ga::sum(t[0]); });
+  compare_with_cpu("mean", big, [](const TensorList& t) { return ga::mean(t[0]); });
+  compare_with_cpu("mse_loss", {Shape{64, 9}, Shape{64, 9}},
+                   [](const TensorList& t) { return ga::mse_loss(t[0], t[1]); });
+  std::vector<std::int64_t> targets;
+  for (int i = 0; i < 40; ++i) targets.push_back((i * 7) % 11);
+  compare_with_cpu("log_softmax", {Shape{40, 11}}, [](const TensorList& t) { return ga::log_softmax(t[0]); });
+  compare_with_cpu("cross_entropy", {Shape{40, 11}},
+                   [&](const TensorList& t) { return ga::cross_entropy(t[0] * 3.0F, targets); });
+}
+
+TEST_F(GpuAutograd, MatmulThroughCublasMatchesTheCpu) {
+  // Non-square and odd sizes: a swapped dimension or leading dimension shows.
+  compare_with_cpu("matmul", {Shape{33, 17}, Shape{17, 29}},
+                   [](const TensorList& t) { return ga::matmul(t[0], t[1]); });
+  compare_with_cpu("matmul chain", {Shape{5, 64}, Shape{64, 3}, Shape{3, 7}},
+                   [](const TensorList& t) { return ga::tanh(ga::matmul(ga::matmul(t[0], t[1]), t[2])); });
+}
+
+TEST_F(GpuAutograd, Conv2dThroughCudnnMatchesTheCpuReference) {
+  compare_with_cpu("conv2d stride 2 padding 1", {Shape{2, 3, 9, 11}, Shape{4, 3, 3, 3}, Shape{4}},
+                   [](const TensorList& t) { return ga::conv2d(t[0], t[1], t[2], 2, 1); }, 0, -1.0F, 1.0F, 1e-4);
+  compare_with_cpu("conv2d without bias", {Shape{1, 2, 6, 6}, Shape{3, 2, 2, 2}},
+                   [](const TensorList& t) { return ga::relu(ga::conv2d(t[0], t[1], Tensor(), 1, 0)); }, 0,
+                   -1.0F, 1.0F, 1e-4);
+}
+
+TEST_F(GpuAutograd, CheckpointRecomputesOnTheGpu) {
+  compare_with_cpu("checkpoint", {Shape{16, 16}, Shape{16, 16}}, [](const TensorList& t) {
+    return ga::checkpoint([](const TensorList& in) { return TensorList{ga::tanh(ga::matmul(in[0], in[1])) * in[0]}; },
+                          t)[0];
+  });
+}
+
+// CPU leaf -> GPU compute -> CPU loss: gradients cross both ways, and each
+// leaf's gradient lands in its own memory.
+TEST_F(GpuAutograd, MixedCpuAndGpuGraphMatchesAnAllCpuGraph) {
+  auto run = [](int device) {
+    Tensor x = leaf(Shape{8, 12}, kCpu, 1);
+    Tensor w = leaf(Shape{12, 5}, device, 2);
+    Tensor target = Tensor::from(Shape{8, 5}, random_values(40, 3));
+    Tensor h = ga::tanh(ga::matmul(ga::to(x, device), w));
+    Tensor loss = ga::mse_loss(ga::to(ga::sigmoid(h), kCpu), target) + ga::mean(ga::to(h * h, kCpu));
+    ga::backward({loss});
+    return TensorList{loss, x.grad(), w.grad()};
+  };
+  TensorList cpu = run(kCpu);
+  TensorList gpu = run(0);
+  EXPECT_FALSE(gpu[0].in_device_memory());
+  EXPECT_FALSE(gpu[1].in_device_memory()) << "the CPU leaf's gradient is in host memory";
+  EXPECT_TRUE(gpu[2].in_device_memory()) << "the GPU leaf's gradient is in device memory";
+  expect_close(gpu[0], cpu[0], 1e-5, "loss");
+  expect_close(gpu[1], cpu[1], 1e-5, "gradient of the CPU leaf");
+  expect_close(gpu[2], cpu[2], 1e-5, "gradient of the GPU leaf");
+}
+
+TEST_F(GpuAutograd, TwoGpusInOneGraph) {
+  if (gb::cuda_device_count() < 2) GTEST_SKIP() << "needs two CUDA devices";
+  auto run = [](int first, int second) {
+    Tensor x = leaf(Shape{64, 32}, first, 4);
+    Tensor w = leaf(Shape{32, 16}, second, 5);
+    Tensor on_second = ga::matmul(ga::to(ga::relu(x) * 2.0F, second), w);
+    Tensor back_on_first = ga::to(ga::sigmoid(on_second), first);
+    Tensor loss = ga::to(ga::sum(back_on_first * back_on_first), kCpu);
+    ga::backward({loss});
+    return TensorList{loss, x.grad(), w.grad()};
+  };
+  TensorList cpu = run(kCpu, kCpu);
+  TensorList gpu = run(0, 1);
+  EXPECT_EQ(gpu[1].device(), 0);
+  EXPECT_EQ(gpu[2].device(), 1);
+  expect_close(gpu[0], cpu[0], 1e-5, "loss");
+  expect_close(gpu[1], cpu[1], 1e-5, "gradient on device 0");
+  expect_close(gpu[2], cpu[2], 1e-5, "gradient on device 1");
+}
+
+TEST_F(GpuAutograd, ToRoundTripsAreExactAndStageThroughTheHostAllocator) {
+  auto requests = [] {
+    std::int64_t n = 0;
+    for (const auto& c : gb::cuda_host_allocator().stats().classes) n += c.requests;
+    return n;
+  };
+  const std::int64_t before = requests();
+  std::vector<float> values = random_values(4099, 9);
+  Tensor x = Tensor::from(Shape{4099}, values);
+  Tensor on_gpu = ga::to(x, 0);
+  EXPECT_TRUE(on_gpu.in_device_memory());
+  Tensor back = ga::to(on_gpu, kCpu);
+  EXPECT_FALSE(back.in_device_memory());
+  EXPECT_EQ(std::vector<float>(back.data().begin(), back.data().end()), values);
+  EXPECT_GE(requests() - before, 2) << "one pinned block up, one down";
+  if (gb::cuda_device_count() >= 2) {
+    Tensor via_one = ga::to(ga::to(on_gpu, 1), kCpu);
+    EXPECT_EQ(std::vector<float>(via_one.data().begin(), via_one.data().end()), values);
+  }
+}
+
+// Uploads queued behind a long kernel, each from a pinned block freed at
+// once: without record_stream the allocator would hand the block to the next
+// upload, overwriting values the stream has not copied yet.
+TEST_F(GpuAutograd, StagingBlocksAreNotReusedBeforeTheStreamCopiedThem) {
+  cudaStream_t s = gb::cuda_device_kernels().stream(0);
+  gb::DeviceGuard guard(0);
+  glassbox::testing::spin_then_copy(nullptr, nullptr, 0, 200'000'000LL, s);  // ~0.1 s at H100 clocks
+  gb::check_cuda(cudaGetLastError(), "spin kernel launch");
+  TensorList uploaded;
+  for (int i = 0; i < 16; ++i) {
+    uploaded.push_back(Tensor::from(Shape{1024}, std::vector<float>(1024, static_cast<float>(i)), 0));
+  }
+  for (int i = 0; i < 16; ++i) {
+    std::vector<float> got = host_values(uploaded[static_cast<std::size_t>(i)]);
+    EXPECT_EQ(got, std::vector<float>(1024, static_cast<float>(i))) << "upload " << i;
+  }
+}
+
+TEST_F(GpuAutograd, HostReadsOfDeviceMemoryFailClearly) {
+  Tensor x = Tensor::full(Shape{3}, 2.0F, 0);
+  try {
+    (void)x.data();
+    FAIL() << "data() of a CUDA tensor returned";
+  } catch (const glassbox::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("to(x, kCpu)"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(ga::sum(x).item(), 6.0F) << "item() copies";
+  EXPECT_THROW(Tensor::zeros(Shape{2}, gb::cuda_device_count()), glassbox::Error);
+}
+
+}  // namespace
