@@ -151,10 +151,10 @@ class FaultRun {
 
 TEST(HostAllocatorFaults, RandomFaultsKeepStatsEqualToTheBackendAndLeakNothing) {
   FaultCounts total;
-  for (std::uint32_t seed = 1; seed <= 40; ++seed) {
+  for (std::uint32_t seed = 1; seed <= 20; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     FaultRun r(seed, "thread_cache:0");
-    FaultCounts f = r.run(1500);
+    FaultCounts f = r.run(1000);
     total.out_of_memory += f.out_of_memory;
     total.retried += f.retried;
     total.record_failures += f.record_failures;
