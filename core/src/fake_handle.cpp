@@ -2,16 +2,14 @@
 
 #include <thread>
 
+#include "glassbox/backend/injected_fault.hpp"
 #include "glassbox/error.hpp"
 
 namespace glassbox::backend {
 
 FakeHandleFactory::handle_type FakeHandleFactory::create(int device) {
   if (state_->create_latency.count() > 0) std::this_thread::sleep_for(state_->create_latency);
-  int left = state_->failures_to_inject.load();
-  while (left > 0 && !state_->failures_to_inject.compare_exchange_weak(left, left - 1)) {
-  }
-  if (left > 0) {
+  if (take_fault(state_->failures_to_inject)) {
     throw BackendError("fake " + library_ + " handle creation failed on device " + std::to_string(device) +
                        " (injected failure)");
   }

@@ -5,6 +5,9 @@
 #include <new>
 #include <string>
 
+#include "glassbox/backend/injected_fault.hpp"
+#include "glassbox/error.hpp"
+
 namespace glassbox::cudnn {
 
 struct SimCudnnBackend::Shared {
@@ -15,6 +18,8 @@ struct SimCudnnBackend::Shared {
   std::atomic<std::size_t> state_handles{0};
   std::atomic<std::size_t> blocks{0};
   std::atomic<std::size_t> bytes{0};
+  std::atomic<int> fail_streams{0};
+  std::atomic<int> fail_allocations{0};
 };
 
 namespace {
@@ -41,6 +46,9 @@ SimCudnnBackend::SimCudnnBackend(SimCudnnOptions options, metrics::Registry& reg
 int SimCudnnBackend::device_count() const noexcept { return shared_->options.device_count; }
 
 SimCudnnBackend::stream_type SimCudnnBackend::create_stream(int device) {
+  if (backend::take_fault(shared_->fail_streams)) {
+    throw BackendError("sim cudnn: stream creation failed on device " + std::to_string(device) + " (injected)");
+  }
   auto* s = new backend::SimStream(shared_->options.state_streams, "cudnn-state-d" + std::to_string(device));
   shared_->streams.fetch_add(1, std::memory_order_relaxed);
   return s;
@@ -66,7 +74,11 @@ SimCudnnBackend::handle_type SimCudnnBackend::inline_handle(int device, stream_t
   return shared_->inline_pool->reserve(device);
 }
 
-void* SimCudnnBackend::allocate(int, std::size_t bytes, stream_type) {
+void* SimCudnnBackend::allocate(int device, std::size_t bytes, stream_type) {
+  if (backend::take_fault(shared_->fail_allocations)) {
+    throw BackendError("sim cudnn: workspace allocation of " + std::to_string(bytes) + " bytes failed on device " +
+                       std::to_string(device) + " (injected)");
+  }
   std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
   if (p == nullptr) throw std::bad_alloc();
@@ -85,6 +97,12 @@ void SimCudnnBackend::deallocate(int, void* block, std::size_t bytes, stream_typ
   });
   stream->enqueue([held = std::move(held)] {});
 }
+
+std::atomic<int>& SimCudnnBackend::fail_stream_creations() noexcept { return shared_->fail_streams; }
+std::atomic<int>& SimCudnnBackend::fail_handle_creations() noexcept {
+  return shared_->handles.state()->failures_to_inject;
+}
+std::atomic<int>& SimCudnnBackend::fail_workspace_allocations() noexcept { return shared_->fail_allocations; }
 
 SimCudnnLive SimCudnnBackend::live() const {
   return {shared_->streams.load(), shared_->state_handles.load(), shared_->blocks.load(), shared_->bytes.load()};

@@ -2,20 +2,13 @@
 
 #include <cstdlib>
 
+#include "glassbox/backend/injected_fault.hpp"
 #include "glassbox/error.hpp"
 
 namespace glassbox::backend {
 
 namespace {
 thread_local SimStream* tl_current = nullptr;
-
-// Takes one injected fault if any are left.
-bool take_fault(std::atomic<int>& left) {
-  int n = left.load();
-  while (n > 0 && !left.compare_exchange_weak(n, n - 1)) {
-  }
-  return n > 0;
-}
 }  // namespace
 
 void SimHostBackend::set_current_stream(SimStream* s) noexcept { tl_current = s; }

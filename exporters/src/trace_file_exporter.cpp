@@ -93,7 +93,13 @@ TraceFileExporter::TraceFileExporter(TraceFileOptions options)
   event_head(e, "process_name", "M", pid_, pid_).key("args").begin_object().key("name");
   e.string(options_.resource.service_name()).end_object().end_object();
   write(event_);
-  std::fflush(out_);
+  if (std::fflush(out_) != 0) {
+    int err = errno;
+    std::fclose(out_);
+    out_ = nullptr;
+    throw Error("trace file '" + options_.path + "': cannot write its header: " + std::strerror(err) +
+                " (is the disk full?)");
+  }
 }
 
 TraceFileExporter::~TraceFileExporter() { shutdown(); }
@@ -118,8 +124,20 @@ ExportResult TraceFileExporter::export_spans(std::span<const trace::SpanData> sp
     write_flows_to_children(s);
     wait_for_parent(s);
   }
-  if (std::fflush(out_) != 0 || std::ferror(out_)) return {spans.size(), DropReason::export_failed};
+  if (std::fflush(out_) != 0 || std::ferror(out_)) {
+    report_write_failure(errno);
+    return {spans.size(), DropReason::export_failed};
+  }
   return {};
+}
+
+// Once: a full disk fails every later batch too, and one line says it all.
+void TraceFileExporter::report_write_failure(int err) {
+  if (!write_error_.empty()) return;
+  write_error_ = "trace file '" + options_.path + "': writing failed: " + std::strerror(err) +
+                 "; its spans are dropped from here on and counted in glassbox_spans_dropped_total"
+                 "{exporter=\"trace_file\",reason=\"export_failed\"}";
+  std::fprintf(stderr, "glassbox: %s\n", write_error_.c_str());
 }
 
 void TraceFileExporter::write(const std::string& event) {

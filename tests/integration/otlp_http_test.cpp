@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <array>
 #include <ctime>
 #include <regex>
 #include <set>
@@ -335,4 +336,41 @@ TEST_F(OtlpHttpTest, ShutdownInterruptsABackoffWait) {
   p->shutdown(100ms);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
   EXPECT_EQ(dropped("shutdown"), 2);
+}
+
+// A collector that fails in every way it can, on a fixed schedule: retryable
+// answers (503, 429), a rejection (400), requests that hang past the client's
+// timeout, and successes. The collector's own record is the ground truth:
+// every span it accepted is counted as exported, and every other span is
+// counted as dropped with a reason; the process goes on to deliver later spans.
+TEST_F(OtlpHttpTest, UnderEveryKindOfCollectorFailureEachSpanIsDeliveredOrCountedWithItsReason) {
+  static constexpr std::array<int, 10> kSchedule = {200, 503, 200, 400, 0, 200, 429, 503, 503, 200};  // 0: hang
+  auto status_of = [](std::size_t n) { return n < 30 ? kSchedule[n % kSchedule.size()] : 200; };
+  OtlpCollector collector([&](std::size_t n) { return status_of(n) == 0 ? hanging() : answer(status_of(n)); });
+  auto o = options(collector.traces_url());
+  o.timeout = 1s;  // long enough that only the hanging requests time out on a loaded machine
+  o.retry.max_attempts = 3;
+  auto b = batch();
+  b.max_export_batch_size = 40;
+  auto p = ge::make_otlp_processor(o, b);
+  constexpr int kRounds = 25, kSpansPerRound = 40;
+  for (int round = 0; round < kRounds; ++round) {
+    end_spans(*p, kSpansPerRound);
+    ASSERT_TRUE(p->force_flush(20s)) << "round " << round;
+  }
+  std::size_t accepted = 0;
+  auto requests = collector.requests();
+  for (std::size_t n = 0; n < requests.size(); ++n) {
+    if (status_of(n) != 200) continue;
+    json body = json::parse(requests[n].body);
+    for (const auto& rs : body.at("resourceSpans")) {
+      for (const auto& ss : rs.at("scopeSpans")) accepted += ss.at("spans").size();
+    }
+  }
+  EXPECT_EQ(exported(), static_cast<double>(accepted));
+  EXPECT_GT(dropped("rejected"), 0);
+  EXPECT_GT(dropped("export_failed"), 0);  // 503 three times in a row
+  EXPECT_EQ(exported() + dropped("rejected") + dropped("export_failed") + dropped("queue_full"), kRounds * kSpansPerRound);
+  EXPECT_GT(retries(), 0);
+  EXPECT_EQ(status_of(requests.size() - 1), 200) << "the last batch should have found the collector healthy";
 }

@@ -1,11 +1,14 @@
 // The Perfetto / Chrome Trace Event file: spans made through the Span API on
 // named threads, written as batches arrive, parsed back: valid JSON, well
 // formed events, consistent nesting per thread, flows that connect a parent
-// to its children on other threads, and a bound on what waits for a parent.
+// to its children on other threads, and a bound on what waits for a parent;
+// and a disk that is full, or fills up while spans stream in.
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <thread>
 
@@ -183,4 +186,85 @@ TEST_F(TraceFileTest, AnUnwritablePathIsAnErrorNamingIt) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/trace.json"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("GLASSBOX_TRACE_FILE"), std::string::npos) << e.what();
   }
+}
+
+// Disk full, two ways: /dev/full refuses the header at once; a file size limit
+// (RLIMIT_FSIZE, SIGXFSZ ignored: writes then fail with EFBIG) lets the file
+// grow for a while and then refuses, as a filling disk does.
+TEST_F(TraceFileTest, ADiskFullAtOpenIsAnErrorSayingSo) {
+  ge::TraceFileOptions o;
+  o.path = "/dev/full";
+  try {
+    ge::TraceFileExporter e(o);
+    FAIL() << "expected glassbox::Error";
+  } catch (const glassbox::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'/dev/full': cannot write its header: No space left on device"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    previous_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    ::getrlimit(RLIMIT_FSIZE, &previous_);
+    rlimit limit = previous_;
+    limit.rlim_cur = bytes;
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &previous_);
+    std::signal(SIGXFSZ, previous_handler_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  rlimit previous_{};
+  void (*previous_handler_)(int);
+};
+
+TEST_F(TraceFileTest, AFullDiskDropsAndCountsEveryLaterBatchAndSaysWhy) {
+  FileSizeLimit limit(64 * 1024);
+  ge::TraceFileOptions o;
+  o.path = path;
+  ge::TraceFileExporter file(o);
+  std::vector<gt::SpanData> batch(100);
+  for (auto& s : batch) {
+    s.name = "span";
+    s.context = {gt::TraceId::random(), gt::SpanId::random(), true, false};
+    s.start_unix_ns = 1'700'000'000'000'000'000ULL;
+    s.end_unix_ns = s.start_unix_ns + 1000;
+  }
+  int written = 0;
+  ge::ExportResult r;
+  while ((r = file.export_spans(batch, {})).dropped == 0 && written < 1000) ++written;
+  ASSERT_LT(written, 1000) << "the file size limit never hit";
+  EXPECT_GT(written, 0) << "the file took nothing before the limit";
+  EXPECT_EQ(r.dropped, batch.size());
+  EXPECT_EQ(r.reason, ge::DropReason::export_failed);
+  EXPECT_NE(file.write_error().find("trace file '" + path + "': writing failed: File too large"), std::string::npos)
+      << file.write_error();
+  EXPECT_EQ(file.export_spans(batch, {}).dropped, batch.size()) << "a later batch claimed to reach the full file";
+  file.shutdown();  // the process goes on; closing a full file is not an error
+}
+
+TEST_F(TraceFileTest, BehindTheProcessorEverySpanOnAFullDiskIsWrittenOrCounted) {
+  FileSizeLimit limit(64 * 1024);
+  auto p = install();
+  constexpr int kSpans = 5000;
+  for (int i = 0; i < kSpans; ++i) gt::Span s("work");
+  ASSERT_TRUE(p->force_flush(10s));
+  auto count = [&](const char* family, gm::LabelPairs labels) {
+    labels.emplace_back("exporter", "trace_file");
+    return glassbox::testing::metric_value(registry, family, labels);
+  };
+  double exported = count("glassbox_spans_exported_total", {});
+  double failed = count("glassbox_spans_dropped_total", {{"reason", "export_failed"}});
+  double queue_full = count("glassbox_spans_dropped_total", {{"reason", "queue_full"}});
+  EXPECT_GT(failed, 0);
+  EXPECT_EQ(exported + failed + queue_full, kSpans);
+  { gt::Span after("after the disk filled"); }  // ending spans still costs the caller nothing
+  EXPECT_TRUE(p->force_flush(10s));
 }

@@ -1,5 +1,8 @@
 #pragma once
 // Reads one series from a registry, for tests that check what was counted.
+#include <algorithm>
+#include <string>
+
 #include "glassbox/metrics/registry.hpp"
 
 namespace glassbox::testing {
@@ -10,6 +13,23 @@ inline double metric_value(const metrics::Registry& registry, const std::string&
   metrics::Snapshot snap = registry.snapshot();
   const metrics::SeriesSnapshot* s = metrics::find_series(snap, name, labels);
   return s ? s->value : 0.0;
+}
+
+/// The sum over every series of `name` that has these labels (and maybe more),
+/// e.g. one state of a per-bucket family across all buckets.
+inline double metric_sum(const metrics::Registry& registry, const std::string& name,
+                         const metrics::LabelPairs& labels = {}) {
+  double total = 0;
+  for (const auto& f : registry.snapshot()) {
+    if (f.name != name) continue;
+    for (const auto& s : f.series) {
+      bool all = std::all_of(labels.begin(), labels.end(), [&](const auto& want) {
+        return std::find(s.labels.begin(), s.labels.end(), want) != s.labels.end();
+      });
+      if (all) total += s.value;
+    }
+  }
+  return total;
 }
 
 }  // namespace glassbox::testing

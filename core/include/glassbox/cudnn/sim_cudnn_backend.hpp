@@ -9,8 +9,13 @@
 // or manual (a test steps each state's stream, reached through state.stream()).
 // A manual stream destroyed with work still queued drops that work.
 //
+// Faults on demand, as in the other sim backends: the next N stream
+// creations, handle creations (state and pooled handles) or workspace
+// allocations fail, each with the BackendError its CUDA call would raise.
+//
 // Copies share one set of resources and counts. Thread-safety: every member
 // may be called from any thread at once.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -69,6 +74,10 @@ class SimCudnnBackend {
   /// Frees the block once `stream` has run everything queued before this call
   /// (or when the stream drops that work).
   void deallocate(int device, void* block, std::size_t bytes, stream_type stream) noexcept;
+
+  std::atomic<int>& fail_stream_creations() noexcept;
+  std::atomic<int>& fail_handle_creations() noexcept;
+  std::atomic<int>& fail_workspace_allocations() noexcept;
 
   SimCudnnLive live() const;
   const InlinePool& handle_pool() const noexcept;

@@ -52,7 +52,9 @@ class TraceFileExporter final : public SpanExporter {
   ~TraceFileExporter() override;
 
   std::string_view name() const noexcept override { return "trace_file"; }
-  /// Writes the spans' events and flushes them to the OS.
+  /// Writes the spans' events and flushes them to the OS. When writing fails
+  /// (disk full, file size limit), the batch is dropped (export_failed) and
+  /// the failure is reported once on stderr and kept in write_error().
   ExportResult export_spans(std::span<const trace::SpanData> spans, Clock::time_point deadline) override;
   /// Writes the closing "]}" and closes the file. Idempotent.
   void shutdown() override;
@@ -60,6 +62,9 @@ class TraceFileExporter final : public SpanExporter {
   /// Names OS thread `tid` in the file, before its next events. Thread-safe.
   void name_thread(std::uint64_t tid, std::string name);
   const std::string& path() const noexcept { return options_.path; }
+  /// The first write failure, "" while there has been none. Read it on the
+  /// thread that exports, or after shutdown.
+  const std::string& write_error() const noexcept { return write_error_; }
 
  private:
   struct Child {
@@ -74,6 +79,7 @@ class TraceFileExporter final : public SpanExporter {
   };
 
   void write(const std::string& event);
+  void report_write_failure(int err);
   void write_thread_names();
   void write_span(const trace::SpanData& span);
   void write_flow_point(std::string_view ph, const std::string& id, std::uint64_t tid, std::uint64_t unix_ns);
@@ -85,6 +91,7 @@ class TraceFileExporter final : public SpanExporter {
   std::FILE* out_ = nullptr;
   std::vector<char> buffer_;
   std::string event_;  // the event being written, reused
+  std::string write_error_;
   bool first_event_ = true;
   std::uint64_t origin_ns_;
   std::uint64_t pid_;

@@ -1,0 +1,301 @@
+#pragma once
+// A reference model of the caching host allocator's rules (thread caches off),
+// written as plainly as possible, and a harness that drives the allocator and
+// the model with the same random operations (allocate, use on a stream, free,
+// step a stream, empty_cache, capture begin/end). After every step the model
+// predicts which pointer allocate() returns (a cached block or a new one) and
+// every stat and metric; no block may be handed out while a stream it was used
+// on has not passed its event. Shared by the property test and the fuzzer.
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "glassbox/backend/sim_host_backend.hpp"
+#include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "metric_value.hpp"
+
+namespace glassbox::testing {
+
+namespace gb = glassbox::backend;
+namespace gha = glassbox::host_allocator;
+namespace gm = glassbox::metrics;
+using gb::SimHostBackend;
+using gb::SimStream;
+
+/// The allocator did something the model did not predict.
+class ModelMismatch : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+inline void expect(bool ok, std::string_view what) {
+  if (!ok) throw ModelMismatch(std::string(what));
+}
+
+template <class A, class B>
+void expect_equal(const A& allocator, const B& model, std::string_view what) {
+  if (allocator == model) return;
+  std::ostringstream m;
+  m << what << ": allocator " << allocator << ", model " << model;
+  throw ModelMismatch(m.str());
+}
+
+constexpr int kStreams = 3;
+constexpr int kCaptureStream = 2;
+const gha::PoolId kPrivate{7, 0};
+
+struct ModelBlock {
+  void* ptr;
+  std::size_t size;
+  int pool;  // 0 default, 1 private
+  bool allocated = true;
+  bool captured = false;
+  std::vector<int> streams;
+  int event_count = 0;
+  std::vector<std::pair<int, std::uint64_t>> unsafe_until;  // (stream, position) last free must wait for
+};
+
+struct ModelEvent {
+  int stream;
+  std::uint64_t position;
+  int block;
+};
+
+// The allocator's rules with thread caches off, written as plainly as possible.
+class Model {
+ public:
+  std::map<int, ModelBlock> blocks;
+  std::map<std::pair<int, std::size_t>, std::vector<int>> free_lists;  // (pool, size) -> LIFO
+  std::deque<ModelEvent> events[2];                                    // per pool, newest at front
+  bool private_exists = false;
+  bool private_released = false;
+  std::map<std::size_t, std::int64_t> active_peak;  // per size, blocks out of free lists
+
+  // Oldest first, stopping at the first event its stream has not passed.
+  void process(int pool, const std::vector<std::uint64_t>& completed) {
+    auto& q = events[pool];
+    while (!q.empty()) {
+      ModelEvent e = q.back();
+      if (completed[static_cast<std::size_t>(e.stream)] < e.position) return;
+      q.pop_back();
+      ModelBlock& b = blocks.at(e.block);
+      if (--b.event_count == 0) free_lists[{pool, b.size}].push_back(e.block);
+    }
+  }
+  int take(int pool, std::size_t size) {
+    auto& fl = free_lists[{pool, size}];
+    if (fl.empty()) return -1;
+    int id = fl.back();
+    fl.pop_back();
+    return id;
+  }
+  void free_all(int pool) {
+    for (auto& [key, ids] : free_lists) {
+      if (key.first != pool) continue;
+      for (int id : ids) blocks.erase(id);
+      ids.clear();
+    }
+  }
+  std::int64_t out_of_lists(std::size_t size) const {
+    std::int64_t n = 0;
+    for (auto& [id, b] : blocks) n += b.size == size;
+    for (auto& [key, ids] : free_lists) n -= key.second == size ? static_cast<std::int64_t>(ids.size()) : 0;
+    return n;
+  }
+  void note_peaks() {
+    for (auto& [id, b] : blocks) active_peak[b.size] = std::max(active_peak[b.size], out_of_lists(b.size));
+  }
+};
+
+class ModelHarness {
+ public:
+  /// `pick(lo, hi)` chooses every operation and operand: a seeded generator in
+  /// the unit test, the fuzzer's input bytes in the fuzz target.
+  explicit ModelHarness(std::function<int(int, int)> pick) : pick_(std::move(pick)) {
+    gha::HostAllocatorOptions o;
+    o.config = gha::HostAllocatorConfig::parse("thread_cache:0");
+    o.registry = &registry_;
+    o.warn = [](const std::string&) {};
+    allocator_ = std::make_unique<gha::CachingHostAllocator>(backend_, o);
+  }
+
+  /// One random operation, then a comparison of every stat and metric with
+  /// the model's; throws ModelMismatch at the first difference.
+  void step_and_check() {
+    step();
+    check();
+  }
+
+ private:
+  std::vector<std::uint64_t> completed() const {
+    std::vector<std::uint64_t> c;
+    for (auto& s : streams_) c.push_back(s.completed());
+    return c;
+  }
+
+  void step() {
+    int op = pick(0, 99);
+    if (op < 35) return allocate();
+    if (op < 55) return use_on_stream();
+    if (op < 80) return free_one();
+    if (op < 92) return streams_[static_cast<std::size_t>(pick(0, kStreams - 1))].step(), void();
+    if (op < 95) return empty_cache();
+    return toggle_capture();
+  }
+
+  void allocate() {
+    static const std::size_t sizes[] = {1, 100, 4096, 5000, 65536};
+    std::size_t request = sizes[pick(0, 4)];
+    std::size_t size = allocator_->round_size(request);
+    int pool = capturing_ ? 1 : 0;
+    model_.process(pool, completed());
+    int id = model_.take(pool, size);
+    std::size_t allocations_before = backend_->allocations();
+    gha::HostAllocation a;
+    {
+      std::optional<gb::SimStreamGuard> guard;
+      if (capturing_) guard.emplace(streams_[kCaptureStream]);
+      a = allocator_->allocate(request);
+    }
+    if (id >= 0) {
+      ModelBlock& b = model_.blocks.at(id);
+      expect_equal(a.ptr, b.ptr, "cached block chosen");
+      for (auto [s, pos] : b.unsafe_until) {
+        expect(streams_[static_cast<std::size_t>(s)].completed() >= pos, "block reused before its stream passed");
+      }
+      b.allocated = true;
+      b.captured = capturing_;
+      b.unsafe_until.clear();
+    } else {
+      expect_equal(backend_->allocations(), allocations_before + 1, "new blocks (model expected one)");
+      id = next_id_++;
+      model_.blocks.emplace(id, ModelBlock{a.ptr, size, pool, true, capturing_, {}, 0, {}});
+    }
+    held_.push_back({id, a});
+    model_.note_peaks();
+  }
+
+  void use_on_stream() {
+    if (held_.empty()) return;
+    auto& [id, a] = held_[static_cast<std::size_t>(pick(0, static_cast<int>(held_.size()) - 1))];
+    int s = pick(0, kStreams - 1);
+    streams_[static_cast<std::size_t>(s)].enqueue([] {});
+    expect(allocator_->record_stream(a.ptr, a.ctx, SimHostBackend::id(streams_[static_cast<std::size_t>(s)])),
+           "record_stream of a held block");
+    auto& st = model_.blocks.at(id).streams;
+    if (std::find(st.begin(), st.end(), s) == st.end()) st.push_back(s);
+  }
+
+  void free_one() {
+    if (held_.empty()) return;
+    std::size_t i = static_cast<std::size_t>(pick(0, static_cast<int>(held_.size()) - 1));
+    auto [id, a] = held_[i];
+    held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(i));
+    allocator_->free(a.ctx);
+    ModelBlock& b = model_.blocks.at(id);
+    b.allocated = false;
+    if (b.streams.empty()) {
+      model_.free_lists[{b.pool, b.size}].push_back(id);
+    } else if (b.captured) {
+      b.event_count += static_cast<int>(b.streams.size());  // never drains
+    } else {
+      b.event_count += static_cast<int>(b.streams.size());
+      for (int s : b.streams) {
+        std::uint64_t pos = streams_[static_cast<std::size_t>(s)].submitted();
+        model_.events[b.pool].push_front({s, pos, id});
+        b.unsafe_until.emplace_back(s, pos);
+      }
+    }
+    b.streams.clear();
+  }
+
+  void empty_cache() {
+    allocator_->empty_cache();
+    model_.process(0, completed());
+    model_.free_all(0);
+    if (model_.private_exists && model_.private_released) {
+      model_.process(1, completed());
+      model_.free_all(1);
+      bool any = std::any_of(model_.blocks.begin(), model_.blocks.end(), [](auto& kv) { return kv.second.pool == 1; });
+      if (!any) model_.private_exists = false;
+    }
+  }
+
+  void toggle_capture() {
+    SimStream& s = streams_[kCaptureStream];
+    if (!capturing_) {
+      s.begin_capture();
+      allocator_->begin_allocate_to_pool(kPrivate, [id = SimHostBackend::id(s)](gha::StreamId x) { return x == id; });
+      model_.private_exists = true;
+      model_.private_released = false;
+    } else {
+      allocator_->end_allocate_to_pool(kPrivate);
+      allocator_->release_pool(kPrivate);
+      s.end_capture();
+      model_.private_released = true;
+    }
+    capturing_ = !capturing_;
+  }
+
+  void check() {
+    auto st = allocator_->stats();
+    std::int64_t bytes = 0, active = 0, pending_blocks = 0, free_blocks = 0, default_free = 0;
+    for (auto& [id, b] : model_.blocks) {
+      bytes += static_cast<std::int64_t>(b.size);
+      active += b.allocated;
+    }
+    for (auto& [key, ids] : model_.free_lists) {
+      free_blocks += static_cast<std::int64_t>(ids.size());
+      if (key.first == 0) default_free += static_cast<std::int64_t>(ids.size());
+    }
+    pending_blocks = static_cast<std::int64_t>(model_.blocks.size()) - active - free_blocks;
+    std::int64_t events = static_cast<std::int64_t>(model_.events[0].size() + model_.events[1].size());
+
+    expect_equal(st.allocations.current, static_cast<std::int64_t>(model_.blocks.size()), "allocations");
+    expect_equal(st.allocated_bytes.current, bytes, "allocated bytes");
+    expect_equal(st.pending_events, events, "pending events");
+    expect_equal(st.cached_blocks, default_free, "cached blocks");
+    expect_equal(backend_->live_blocks(), model_.blocks.size(), "backend live blocks");
+    expect_equal(backend_->live_events(), static_cast<std::size_t>(events), "backend live events");
+    for (const auto& c : st.classes) {
+      const std::string size = "size " + std::to_string(c.block_size);
+      expect_equal(c.active_requests.current, model_.out_of_lists(c.block_size), size + " active requests");
+      expect_equal(c.active_requests.peak, model_.active_peak[c.block_size], size + " active requests peak");
+    }
+    auto sum = [&](const std::string& name, const std::string& state = "") {
+      gm::LabelPairs labels;
+      if (!state.empty()) labels.emplace_back("state", state);
+      return static_cast<std::int64_t>(metric_sum(registry_, name, labels));
+    };
+    expect_equal(sum("glassbox_host_memory_reserved_bytes"), bytes, "reserved bytes metric");
+    expect_equal(sum("glassbox_host_pending_events"), events, "pending events metric");
+    expect_equal(sum("glassbox_host_blocks", "active"), active, "active blocks metric");
+    expect_equal(sum("glassbox_host_blocks", "free"), free_blocks, "free blocks metric");
+    expect_equal(sum("glassbox_host_blocks", "pending_event"), pending_blocks, "pending blocks metric");
+  }
+
+  int pick(int lo, int hi) { return pick_(lo, hi); }
+
+  std::function<int(int, int)> pick_;
+  gm::Registry registry_;
+  std::shared_ptr<SimHostBackend> backend_ = std::make_shared<SimHostBackend>();
+  std::unique_ptr<gha::CachingHostAllocator> allocator_;
+  std::array<SimStream, kStreams> streams_;
+  Model model_;
+  std::vector<std::pair<int, gha::HostAllocation>> held_;
+  bool capturing_ = false;
+  int next_id_ = 0;
+};
+
+}  // namespace glassbox::testing
