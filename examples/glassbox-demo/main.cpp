@@ -54,6 +54,7 @@ std::string resolve_device(const std::string& requested) {
 #endif
 }
 
+// One training step in its span; returns the batch's loss.
 float step(demo::Runtime& runtime, demo::SmallCnn& model, demo::SyntheticImages& data, const Options& o,
            int index) {
   glassbox::trace::Span span("glassbox.demo.step");

@@ -1,8 +1,8 @@
 #pragma once
 // What a training step uses, chosen by device kind: where tensors live, where
 // handles come from, how batches are staged, where convolutions run, and the
-// pinned allocator whose statistics the summary reports. The training loop sees only this, so
-// wiring the GPU path means adding a runtime, not changing the loop.
+// pinned allocator whose statistics the summary reports. The training loop
+// sees only this, so each device kind is a runtime, not a loop of its own.
 #include <memory>
 #include <string>
 #include <vector>
