@@ -10,7 +10,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <optional>
 #include <thread>
 
 #include "data.hpp"
@@ -55,16 +54,11 @@ std::string resolve_device(const std::string& requested) {
 #endif
 }
 
-// One step: a training step where the runtime can train, else a round of
-// handle-taking worker threads only. Returns the loss where it trained.
-std::optional<float> step(demo::Runtime& runtime, demo::SmallCnn& model, demo::SyntheticImages& data,
-                          const Options& o, int index) {
+// One training step in its span; returns the batch's loss.
+float step(demo::Runtime& runtime, demo::SmallCnn& model, demo::SyntheticImages& data, const Options& o,
+           int index) {
   glassbox::trace::Span span("glassbox.demo.step");
   span.set_attribute("glassbox.step", index);
-  if (runtime.stager() == nullptr) {
-    demo::run_worker_round(runtime.handle_sources(), o.threads, runtime.device_count(), [](int) {});
-    return std::nullopt;
-  }
   return demo::train_step(model, runtime, data.next(o.batch), {o.threads, o.learning_rate});
 }
 
@@ -83,15 +77,15 @@ int run(const Options& o) {
               tracing.description().c_str());
   std::fflush(stdout);
 
-  demo::SmallCnn model(demo::SyntheticImages::kClasses, o.seed);
+  demo::SmallCnn model(demo::SyntheticImages::kClasses, o.seed, runtime->tensor_device());
   demo::SyntheticImages data(o.seed + 1);
   demo::Progress progress(o.steps, ::isatty(STDOUT_FILENO) == 1);
   demo::LossLog losses;
   int done = 0;
   while (!g_stop && (o.steps == 0 || done < o.steps)) {
-    std::optional<float> loss = step(*runtime, model, data, o, done);
+    const float loss = step(*runtime, model, data, o, done);
     ++done;
-    if (loss) losses.add(*loss);
+    losses.add(loss);
     progress.update(done, loss);
     std::this_thread::sleep_for(std::chrono::milliseconds(o.interval_ms));
   }

@@ -15,18 +15,19 @@ using autograd::Shape;
 using autograd::Tensor;
 using autograd::TensorList;
 
-Tensor uniform_leaf(Shape shape, double bound, std::mt19937_64& rng) {
+// Drawn on the host (one sequence per seed whatever the device), then made on `device`.
+Tensor uniform_leaf(Shape shape, double bound, std::mt19937_64& rng, int device) {
   std::uniform_real_distribution<double> u(-bound, bound);
   std::vector<float> v(static_cast<std::size_t>(shape.numel()));
   for (float& x : v) x = static_cast<float>(u(rng));
-  return Tensor::from(shape, std::move(v)).set_requires_grad(true);
+  return Tensor::from(shape, std::move(v), device).set_requires_grad(true);
 }
 
-Tensor conv_weight(std::int64_t out, std::int64_t in, std::mt19937_64& rng) {
-  return uniform_leaf(Shape{out, in, 3, 3}, std::sqrt(6.0 / static_cast<double>(in * 9)), rng);
+Tensor conv_weight(std::int64_t out, std::int64_t in, std::mt19937_64& rng, int device) {
+  return uniform_leaf(Shape{out, in, 3, 3}, std::sqrt(6.0 / static_cast<double>(in * 9)), rng, device);
 }
 
-Tensor zero_bias(std::int64_t n) { return Tensor::zeros(Shape{n}).set_requires_grad(true); }
+Tensor zero_bias(std::int64_t n, int device) { return Tensor::zeros(Shape{n}, device).set_requires_grad(true); }
 
 // relu(conv2d(x, w, b)) as a checkpointed segment: only x, w and b are kept;
 // backward runs the block again and differentiates it in a nested backward.
@@ -39,10 +40,12 @@ Tensor conv_block(const Tensor& x, const Tensor& w, const Tensor& b, int stride)
 
 }  // namespace
 
-SmallCnn::SmallCnn(int classes, std::uint64_t seed) {
+SmallCnn::SmallCnn(int classes, std::uint64_t seed, int device) {
   std::mt19937_64 rng(seed);
-  params_ = {conv_weight(8, 1, rng),  zero_bias(8),  conv_weight(16, 8, rng), zero_bias(16),
-             conv_weight(16, 16, rng), zero_bias(16), uniform_leaf(Shape{256, classes}, std::sqrt(1.0 / 256), rng)};
+  params_ = {conv_weight(8, 1, rng, device),   zero_bias(8, device),
+             conv_weight(16, 8, rng, device),  zero_bias(16, device),
+             conv_weight(16, 16, rng, device), zero_bias(16, device),
+             uniform_leaf(Shape{256, classes}, std::sqrt(1.0 / 256), rng, device)};
 }
 
 Tensor SmallCnn::forward(const Tensor& images) const {

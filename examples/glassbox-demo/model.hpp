@@ -16,12 +16,14 @@ namespace glassbox::demo {
 
 class SmallCnn {
  public:
-  /// He-uniform initial weights from `seed`, zero biases.
-  SmallCnn(int classes, std::uint64_t seed);
+  /// He-uniform initial weights from `seed`, zero biases, all on `device`
+  /// (the same values on every device).
+  SmallCnn(int classes, std::uint64_t seed, int device = autograd::kCpu);
 
-  /// Class scores [n, classes] for images [n, 1, 16, 16].
+  /// Class scores [n, classes] for images [n, 1, 16, 16] on the parameters' device.
   autograd::Tensor forward(const autograd::Tensor& images) const;
-  /// p -= lr * p.grad() for every parameter, then clears the gradients.
+  /// p -= lr * p.grad() for every parameter, in place on its device, then
+  /// clears the gradients.
   void sgd_step(float lr);
   const autograd::TensorList& parameters() const noexcept { return params_; }
 

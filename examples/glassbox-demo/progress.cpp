@@ -18,7 +18,7 @@ std::string bar(std::int64_t done, std::int64_t total) {
 
 Progress::Progress(std::int64_t total, bool terminal, std::FILE* out) : total_(total), terminal_(terminal), out_(out) {}
 
-void Progress::update(std::int64_t done, std::optional<float> loss) {
+void Progress::update(std::int64_t done, float loss) {
   done_ = done;
   loss_ = loss;
   const auto now = std::chrono::steady_clock::now();
@@ -37,10 +37,8 @@ void Progress::print(bool final) {
   const double rate = secs > 0 ? static_cast<double>(done_) / secs : 0.0;
   std::string line = "step " + std::to_string(done_) + (total_ > 0 ? "/" + std::to_string(total_) : "");
   char buf[96];
-  if (loss_) {
-    std::snprintf(buf, sizeof buf, "  loss %.4f", static_cast<double>(*loss_));
-    line += buf;
-  }
+  std::snprintf(buf, sizeof buf, "  loss %.4f", static_cast<double>(loss_));
+  line += buf;
   std::snprintf(buf, sizeof buf, "  %.1f steps/s", rate);
   line += buf;
   if (total_ > 0 && rate > 0) {

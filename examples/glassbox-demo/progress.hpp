@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <optional>
 
 namespace glassbox::demo {
 
@@ -13,8 +12,8 @@ class Progress {
  public:
   /// `total` 0 means unbounded: no bar and no ETA. `terminal`: draw the bar.
   Progress(std::int64_t total, bool terminal, std::FILE* out = stdout);
-  /// After step `done` (1-based); `loss` where the step trained.
-  void update(std::int64_t done, std::optional<float> loss);
+  /// After step `done` (1-based), whose loss was `loss`.
+  void update(std::int64_t done, float loss);
   /// Prints the last step's line if it was not printed, and ends the bar's line.
   void finish();
 
@@ -28,7 +27,7 @@ class Progress {
   std::chrono::steady_clock::time_point next_print_ = start_;
   std::int64_t done_ = 0;
   std::int64_t printed_ = 0;
-  std::optional<float> loss_;
+  float loss_ = 0;
 };
 
 }  // namespace glassbox::demo

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "glassbox/autograd/conv2d_runner.hpp"
+#include "glassbox/autograd/device.hpp"
 #include "glassbox/backend/sim_host_backend.hpp"
 #include "glassbox/backend/sim_stream.hpp"
 #include "glassbox/cudnn/cudnn_states.hpp"
@@ -31,9 +32,10 @@ class SimRuntime final : public Runtime {
 
   std::string description() const override { return "cpu (sim backends)"; }
   int device_count() const override { return 1; }
+  int tensor_device() const noexcept override { return autograd::kCpu; }
   const std::vector<HandleSource>& handle_sources() const override { return sources_; }
-  BatchStager* stager() noexcept override { return &stager_; }
-  std::optional<host_allocator::HostStats> host_stats() const override { return allocator_.stats(); }
+  BatchStager& stager() noexcept override { return stager_; }
+  host_allocator::HostStats host_stats() const override { return allocator_.stats(); }
 
  private:
   void run_in_cudnn_state(const std::function<void()>& kernel);

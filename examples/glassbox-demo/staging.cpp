@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "glassbox/autograd/ops.hpp"
 #include "glassbox/backend/sim_host_backend.hpp"
 
 namespace glassbox::demo {
@@ -22,6 +23,10 @@ autograd::Tensor SimPinnedStager::stage(const Batch& batch) {
   // copy here; a GPU step would make its compute stream wait instead.
   copy_stream_.record().synchronize();
   return images;
+}
+
+autograd::Tensor DeviceCopyStager::stage(const Batch& batch) {
+  return autograd::to(autograd::Tensor::from(batch.shape, batch.images), device_);
 }
 
 }  // namespace glassbox::demo

@@ -13,7 +13,8 @@ namespace glassbox::demo {
 class BatchStager {
  public:
   virtual ~BatchStager() = default;
-  /// The batch's images as a tensor the model can read.
+  /// The batch's images as a tensor the model can read, on the runtime's
+  /// tensor device.
   virtual autograd::Tensor stage(const Batch& batch) = 0;
 };
 
@@ -31,6 +32,20 @@ class SimPinnedStager final : public BatchStager {
  private:
   host_allocator::CachingHostAllocator& allocator_;
   backend::SimStream& copy_stream_;
+};
+
+/// For a GPU: to(images, device), whose upload of CUDA tensors is the pinned
+/// path itself (a block of cuda_host_allocator(), the copy queued on the
+/// device's stream, record_stream, the block freed at once), so the host
+/// never waits for the copy: later ops on the device are queued behind it.
+/// Thread-safety: stage() may be called from any thread.
+class DeviceCopyStager final : public BatchStager {
+ public:
+  explicit DeviceCopyStager(int device) : device_(device) {}
+  autograd::Tensor stage(const Batch& batch) override;
+
+ private:
+  int device_;
 };
 
 }  // namespace glassbox::demo

@@ -51,13 +51,12 @@ std::string loss_line(const LossLog& losses) {
                 losses.last_mean(), losses.window());
 }
 
-std::string pinned_line(const metrics::Snapshot& snap, const std::optional<host_allocator::HostStats>& host) {
-  if (!host) return "  pinned memory: none on this device\n";
+std::string pinned_line(const metrics::Snapshot& snap, const host_allocator::HostStats& host) {
   return format("  pinned memory: peak %lld bytes held, %lld requests, %lld cache hits, %lld blocks allocated\n",
-                static_cast<long long>(host->allocated_bytes.peak),
+                static_cast<long long>(host.allocated_bytes.peak),
                 whole(total(snap, "glassbox_host_alloc_requests_total")),
                 whole(total(snap, "glassbox_host_alloc_cache_hits_total")),
-                static_cast<long long>(host->num_host_alloc));
+                static_cast<long long>(host.num_host_alloc));
 }
 
 }  // namespace
@@ -92,7 +91,7 @@ std::string handle_line(const metrics::Snapshot& snap, const std::vector<HandleS
   return line + "\n";
 }
 
-std::string summary(const metrics::Snapshot& snap, const std::optional<host_allocator::HostStats>& host,
+std::string summary(const metrics::Snapshot& snap, const host_allocator::HostStats& host,
                     const std::vector<HandleSource>& sources, const LossLog& losses) {
   return loss_line(losses) + pinned_line(snap, host) + handle_line(snap, sources) +
          format("  cudnn states: %lld executions\n", whole(total(snap, "glassbox_cudnn_state_executions_total"))) +

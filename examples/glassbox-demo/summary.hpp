@@ -3,7 +3,6 @@
 // allocator's own statistics, so it shows what /metrics would.
 #include <cstdint>
 #include <deque>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +36,7 @@ std::string handle_line(const metrics::Snapshot& snap, const std::vector<HandleS
 
 /// Several lines, each starting with two spaces: loss, pinned memory,
 /// handles, cuDNN states, backward.
-std::string summary(const metrics::Snapshot& snap, const std::optional<host_allocator::HostStats>& host,
+std::string summary(const metrics::Snapshot& snap, const host_allocator::HostStats& host,
                     const std::vector<HandleSource>& sources, const LossLog& losses);
 
 }  // namespace glassbox::demo

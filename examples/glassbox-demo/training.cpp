@@ -4,7 +4,6 @@
 
 #include "glassbox/autograd/autograd.hpp"
 #include "glassbox/autograd/ops.hpp"
-#include "glassbox/error.hpp"
 
 namespace glassbox::demo {
 
@@ -20,28 +19,36 @@ struct Shard {
   std::int64_t rows() const { return end - begin; }
 };
 
-Tensor rows_of(const Tensor& images, const Shard& s) {
-  const Shape& x = images.shape();
+// The shard's images and labels, still in host memory.
+Batch rows_of(const Batch& batch, const Shard& s) {
+  const Shape& x = batch.shape;
   const std::int64_t per_row = x[1] * x[2] * x[3];
-  auto first = images.data().begin() + s.begin * per_row;
-  return Tensor::from(Shape{s.rows(), x[1], x[2], x[3]}, std::vector<float>(first, first + s.rows() * per_row));
+  auto first = batch.images.begin() + s.begin * per_row;
+  return {Shape{s.rows(), x[1], x[2], x[3]}, std::vector<float>(first, first + s.rows() * per_row),
+          std::vector<std::int64_t>(batch.labels.begin() + s.begin, batch.labels.begin() + s.end)};
 }
 
 }  // namespace
 
 float train_step(SmallCnn& model, Runtime& runtime, const Batch& batch, const TrainOptions& options) {
-  BatchStager* stager = runtime.stager();
-  if (stager == nullptr) throw Error("training on " + runtime.description() + " is not available");
-  const Tensor images = stager->stage(batch);
-  const std::int64_t n = images.shape()[0];
-  std::vector<Tensor> losses(static_cast<std::size_t>(options.threads));
+  const std::int64_t n = batch.shape[0];
+  const auto workers = static_cast<std::size_t>(options.threads);
+  // Staged here, one shard after another, so the stager is used by one thread.
+  std::vector<Batch> shards(workers);
+  std::vector<Tensor> images(workers);
+  for (std::size_t i = 0; i < workers; ++i) {
+    const Shard shard(n, static_cast<int>(i), options.threads);
+    if (shard.rows() == 0) continue;  // more workers than rows
+    shards[i] = rows_of(batch, shard);
+    images[i] = runtime.stager().stage(shards[i]);
+  }
+  std::vector<Tensor> losses(workers);
   run_worker_round(runtime.handle_sources(), options.threads, runtime.device_count(), [&](int worker) {
-    const Shard shard(n, worker, options.threads);
-    if (shard.rows() == 0) return;  // more workers than rows
-    std::vector<std::int64_t> labels(batch.labels.begin() + shard.begin, batch.labels.begin() + shard.end);
-    const float share = static_cast<float>(shard.rows()) / static_cast<float>(n);
-    losses[static_cast<std::size_t>(worker)] =
-        autograd::cross_entropy(model.forward(rows_of(images, shard)), labels) * share;
+    const auto i = static_cast<std::size_t>(worker);
+    if (!images[i].defined()) return;
+    const float share = static_cast<float>(shards[i].labels.size()) / static_cast<float>(n);
+    // The labels stay in host memory: cross_entropy reads them there.
+    losses[i] = autograd::cross_entropy(model.forward(images[i]), shards[i].labels) * share;
   });
   Tensor total;
   for (const Tensor& l : losses) {

@@ -1,8 +1,11 @@
 #pragma once
-// One training step, DataParallel-style: the batch is staged, split over
-// fresh worker threads that take their handles and run the forward of their
-// shard, then one backward through the engine for the whole batch (its
-// checkpointed segments re-enter the engine) and an SGD update.
+// One training step, DataParallel-style: the batch is split into one shard
+// per worker, each shard staged on the runtime's tensor device (as
+// DataParallel scatters a host batch chunk by chunk), fresh worker threads
+// take their handles and run the forward of their shard, then one backward
+// through the engine for the whole batch (its checkpointed segments re-enter
+// the engine) and an SGD update. The same code for every device: only the
+// runtime differs.
 #include "data.hpp"
 #include "model.hpp"
 #include "runtime.hpp"
@@ -14,8 +17,8 @@ struct TrainOptions {
   float learning_rate = 0.05F;
 };
 
-/// Returns the batch's mean cross-entropy before the update. Needs
-/// runtime.stager(); throws glassbox::Error without one.
+/// Returns the batch's mean cross-entropy before the update. `model` must
+/// live on runtime.tensor_device().
 float train_step(SmallCnn& model, Runtime& runtime, const Batch& batch, const TrainOptions& options);
 
 }  // namespace glassbox::demo
