@@ -8,21 +8,6 @@ namespace glassbox::demo {
 
 namespace {
 
-// The sum over the series of `name` that carry every pair of `labels`.
-double total(const metrics::Snapshot& snap, const std::string& name, const metrics::LabelPairs& labels = {}) {
-  double sum = 0;
-  for (const auto& family : snap) {
-    if (family.name != name) continue;
-    for (const auto& s : family.series) {
-      bool match = std::all_of(labels.begin(), labels.end(), [&](const auto& want) {
-        return std::find(s.labels.begin(), s.labels.end(), want) != s.labels.end();
-      });
-      if (match) sum += s.value;
-    }
-  }
-  return sum;
-}
-
 std::string format(const char* fmt, auto... args) {
   char buf[256];
   std::snprintf(buf, sizeof buf, fmt, args...);
@@ -41,8 +26,8 @@ std::string backward_line(const metrics::Snapshot& snap) {
                    *metrics::histogram_quantile(h, 0.99) * 1e3);
   }
   return line + format(" %lld nodes run, reentrant depth max %lld\n",
-                       whole(total(snap, "glassbox_autograd_nodes_executed_total")),
-                       whole(total(snap, "glassbox_autograd_reentrant_depth_max")));
+                       whole(metrics::sum_series(snap, "glassbox_autograd_nodes_executed_total")),
+                       whole(metrics::sum_series(snap, "glassbox_autograd_reentrant_depth_max")));
 }
 
 std::string loss_line(const LossLog& losses) {
@@ -54,8 +39,8 @@ std::string loss_line(const LossLog& losses) {
 std::string pinned_line(const metrics::Snapshot& snap, const host_allocator::HostStats& host) {
   return format("  pinned memory: peak %lld bytes held, %lld requests, %lld cache hits, %lld blocks allocated\n",
                 static_cast<long long>(host.allocated_bytes.peak),
-                whole(total(snap, "glassbox_host_alloc_requests_total")),
-                whole(total(snap, "glassbox_host_alloc_cache_hits_total")),
+                whole(metrics::sum_series(snap, "glassbox_host_alloc_requests_total")),
+                whole(metrics::sum_series(snap, "glassbox_host_alloc_cache_hits_total")),
                 static_cast<long long>(host.num_host_alloc));
 }
 
@@ -85,8 +70,8 @@ std::string handle_line(const metrics::Snapshot& snap, const std::vector<HandleS
   for (const auto& s : sources) {
     const metrics::LabelPairs lib{{"library", s.library}};
     line += format(" %s hwm=%lld created=%lld", s.library.c_str(),
-                   whole(total(snap, "glassbox_handles_high_water_mark", lib)),
-                   whole(total(snap, "glassbox_handles_created_total", lib)));
+                   whole(metrics::sum_series(snap, "glassbox_handles_high_water_mark", lib)),
+                   whole(metrics::sum_series(snap, "glassbox_handles_created_total", lib)));
   }
   return line + "\n";
 }
@@ -94,7 +79,7 @@ std::string handle_line(const metrics::Snapshot& snap, const std::vector<HandleS
 std::string summary(const metrics::Snapshot& snap, const host_allocator::HostStats& host,
                     const std::vector<HandleSource>& sources, const LossLog& losses) {
   return loss_line(losses) + pinned_line(snap, host) + handle_line(snap, sources) +
-         format("  cudnn states: %lld executions\n", whole(total(snap, "glassbox_cudnn_state_executions_total"))) +
+         format("  cudnn states: %lld executions\n", whole(metrics::sum_series(snap, "glassbox_cudnn_state_executions_total"))) +
          backward_line(snap);
 }
 

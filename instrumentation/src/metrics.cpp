@@ -200,17 +200,33 @@ Snapshot Registry::snapshot() const {
   return out;
 }
 
+namespace {
+
+bool has_labels(const SeriesSnapshot& s, const LabelPairs& labels) {
+  return std::all_of(labels.begin(), labels.end(), [&](const auto& want) {
+    return std::find(s.labels.begin(), s.labels.end(), want) != s.labels.end();
+  });
+}
+
+}  // namespace
+
 const SeriesSnapshot* find_series(const Snapshot& snapshot, const std::string& name, const LabelPairs& labels) {
   for (const auto& f : snapshot) {
     if (f.name != name) continue;
     for (const auto& s : f.series) {
-      bool all = std::all_of(labels.begin(), labels.end(), [&](const auto& want) {
-        return std::find(s.labels.begin(), s.labels.end(), want) != s.labels.end();
-      });
-      if (all) return &s;
+      if (has_labels(s, labels)) return &s;
     }
   }
   return nullptr;
+}
+
+double sum_series(const Snapshot& snapshot, const std::string& name, const LabelPairs& labels) {
+  double total = 0;
+  for (const auto& f : snapshot) {
+    if (f.name != name) continue;
+    for (const auto& s : f.series) total += has_labels(s, labels) ? s.value : 0.0;
+  }
+  return total;
 }
 
 std::optional<double> histogram_quantile(const HistogramValue& h, double q) {

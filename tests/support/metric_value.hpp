@@ -19,17 +19,7 @@ inline double metric_value(const metrics::Registry& registry, const std::string&
 /// e.g. one state of a per-bucket family across all buckets.
 inline double metric_sum(const metrics::Registry& registry, const std::string& name,
                          const metrics::LabelPairs& labels = {}) {
-  double total = 0;
-  for (const auto& f : registry.snapshot()) {
-    if (f.name != name) continue;
-    for (const auto& s : f.series) {
-      bool all = std::all_of(labels.begin(), labels.end(), [&](const auto& want) {
-        return std::find(s.labels.begin(), s.labels.end(), want) != s.labels.end();
-      });
-      if (all) total += s.value;
-    }
-  }
-  return total;
+  return metrics::sum_series(registry.snapshot(), name, labels);
 }
 
 }  // namespace glassbox::testing

@@ -25,19 +25,8 @@ struct Fixture {
     o.warn = [this](const std::string& w) { warnings.push_back(w); };
     allocator = std::make_unique<gha::CachingHostAllocator>(backend, o);
   }
-  double metric(const std::string& name, gm::LabelPairs labels = {}) const {
-    auto snap = registry.snapshot();
-    double total = 0;
-    for (const auto& f : snap) {
-      if (f.name != name) continue;
-      for (const auto& s : f.series) {
-        bool all = std::all_of(labels.begin(), labels.end(), [&](const auto& l) {
-          return std::find(s.labels.begin(), s.labels.end(), l) != s.labels.end();
-        });
-        if (all) total += s.value;
-      }
-    }
-    return total;
+  double metric(const std::string& name, const gm::LabelPairs& labels = {}) const {
+    return gm::sum_series(registry.snapshot(), name, labels);
   }
   // Queues work on `s` and records the block as used there: its event will
   // complete only once `s` is stepped past that work.

@@ -39,6 +39,10 @@ using Snapshot = std::vector<FamilySnapshot>;
 const SeriesSnapshot* find_series(const Snapshot& snapshot, const std::string& name,
                                   const LabelPairs& labels = {});
 
+/// The sum of the values of every series of `name` whose labels include every
+/// pair in `labels` (e.g. one state across all buckets); 0 when none.
+double sum_series(const Snapshot& snapshot, const std::string& name, const LabelPairs& labels = {});
+
 /// The value below which a fraction `q` (in [0, 1]) of the observations fall,
 /// interpolated linearly within its bucket as Prometheus's
 /// histogram_quantile() does: a bucket's observations are taken as spread
