@@ -4,11 +4,11 @@
 // engine's checkpointed (reentrant) backward at work.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <regex>
 #include <string>
 
 #include "child_process.hpp"
+#include "demo_path.hpp"
 #include "glassbox/backend/cuda_check.hpp"
 
 using glassbox::testing::ChildProcess;
@@ -22,17 +22,11 @@ class GpuDemo : public ::testing::Test {
     if (glassbox::backend::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
   }
 
-  // GLASSBOX_DEMO names the binary where the build tree is not there (the GPU
-  // bundle's `run` sets it); otherwise the one this test was built with.
-  static std::string demo_path() {
-    const char* env = std::getenv("GLASSBOX_DEMO");
-    return env != nullptr ? env : GLASSBOX_DEMO_PATH;
-  }
-
   // Runs the demo to its end; its exit status and whole output.
   static std::pair<int, std::string> run_demo(const std::string& device, int steps) {
-    ChildProcess demo(demo_path(), {"--device", device, "--steps", std::to_string(steps), "--threads", "4",
-                                           "--batch", "32", "--metrics-addr", "127.0.0.1:0"});
+    ChildProcess demo(glassbox::testing::demo_path(),
+                      {"--device", device, "--steps", std::to_string(steps), "--threads", "4", "--batch", "32",
+                       "--metrics-addr", "127.0.0.1:0"});
     const int status = demo.wait(120s);
     return {status, demo.log()};
   }

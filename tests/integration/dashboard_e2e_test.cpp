@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "child_process.hpp"
+#include "demo_path.hpp"
 #include "grafana_dashboard.hpp"
 #include "otlp_collector.hpp"
 
@@ -167,7 +168,8 @@ TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
 
   TempDir dir;
   glassbox::testing::OtlpCollector collector;  // so the OTLP exporter's families exist too
-  ChildProcess demo(GLASSBOX_DEMO_PATH, {"--iterations", "0", "--device", "cpu", "--metrics-addr", "127.0.0.1:0"},
+  ChildProcess demo(glassbox::testing::demo_path(),
+                    {"--iterations", "0", "--device", "cpu", "--metrics-addr", "127.0.0.1:0"},
                     {"GLASSBOX_TRACE_FILE=" + (dir.path / "trace.json").string(),
                      "OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.base_url(), "OTEL_BSP_SCHEDULE_DELAY=200",
                      "OTEL_SERVICE_NAME=glassbox-dashboard-e2e"},

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "child_process.hpp"
+#include "demo_path.hpp"
 #include "otlp_collector.hpp"
 #include "trace_file_reader.hpp"
 
@@ -44,7 +45,8 @@ class DemoSignal : public ::testing::TestWithParam<int> {};
 
 TEST_P(DemoSignal, TheTraceFileIsValidAfterTheSignal) {
   std::string path = temp_path(std::to_string(GetParam()));
-  ChildProcess demo(GLASSBOX_DEMO_PATH, kArgs, {"GLASSBOX_TRACE_FILE=" + path, "OTEL_BSP_SCHEDULE_DELAY=50"});
+  ChildProcess demo(glassbox::testing::demo_path(), kArgs,
+                    {"GLASSBOX_TRACE_FILE=" + path, "OTEL_BSP_SCHEDULE_DELAY=50"});
   std::string banner = demo.read_line();
   EXPECT_NE(banner.find("traces: file " + path), std::string::npos) << banner;
   ASSERT_TRUE(wait_for_text(path, "glassbox.demo.round", 20s)) << "no round span reached the file";
@@ -69,10 +71,11 @@ INSTANTIATE_TEST_SUITE_P(SigintAndSigterm, DemoSignal, ::testing::Values(SIGINT,
 TEST(DemoTracing, OtlpAndTheTraceFileReceiveTheSameSpans) {
   glassbox::testing::OtlpCollector collector;
   std::string path = temp_path("fanout");
-  ChildProcess demo(GLASSBOX_DEMO_PATH, {"--iterations", "3", "--threads", "2", "--interval-ms", "0", "--device", "cpu", "--metrics-addr",
-             "127.0.0.1:0"},
-            {"GLASSBOX_TRACE_FILE=" + path, "OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.base_url(),
-             "OTEL_SERVICE_NAME=demo-under-test"});
+  ChildProcess demo(
+      glassbox::testing::demo_path(),
+      {"--iterations", "3", "--threads", "2", "--interval-ms", "0", "--device", "cpu", "--metrics-addr", "127.0.0.1:0"},
+      {"GLASSBOX_TRACE_FILE=" + path, "OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.base_url(),
+       "OTEL_SERVICE_NAME=demo-under-test"});
   std::string banner = demo.read_line();
   EXPECT_NE(banner.find("otlp -> " + collector.traces_url()), std::string::npos) << banner;
   std::uint64_t pid = demo.pid();

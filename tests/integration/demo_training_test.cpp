@@ -9,6 +9,7 @@
 #include <string>
 
 #include "child_process.hpp"
+#include "demo_path.hpp"
 #include "prometheus_text.hpp"
 
 using glassbox::testing::ChildProcess;
@@ -76,7 +77,7 @@ std::vector<std::string> args_with(std::vector<std::string> extra) {
 }  // namespace
 
 TEST(DemoTraining, LossFallsOverAFixedNumberOfSteps) {
-  ChildProcess demo(GLASSBOX_DEMO_PATH, args_with({"--steps", "40"}));
+  ChildProcess demo(glassbox::testing::demo_path(), args_with({"--steps", "40"}));
   std::string out = demo.read_line();
   EXPECT_NE(out.find("device=cpu (sim backends)"), std::string::npos) << out;
   LossChange loss = read_summary(demo, out);
@@ -90,7 +91,7 @@ TEST(DemoTraining, LossFallsOverAFixedNumberOfSteps) {
 }
 
 TEST(DemoTraining, EveryPartShowsInAScrapeMidRunAndSigintEndsItCleanly) {
-  ChildProcess demo(GLASSBOX_DEMO_PATH, args_with({"--steps", "0"}));
+  ChildProcess demo(glassbox::testing::demo_path(), args_with({"--steps", "0"}));
   std::string out = demo.read_line();
   const int port = port_in_banner(out);
   ASSERT_GT(port, 0) << out;
