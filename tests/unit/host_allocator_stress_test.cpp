@@ -93,8 +93,54 @@ void stress(const char* conf) {
   EXPECT_EQ(gm::find_series(snap, "glassbox_host_pending_events")->value, 0);
 }
 
+// Owners run allocate/free pairs out of their own caches while another thread
+// keeps reaching into those caches (empty_cache, stats). A block handed to two
+// threads at once shows as a stamp overwritten under its owner.
+void drain_while_owners_run() {
+  constexpr int kThreads = 8, kPairs = 20000;
+  gm::Registry registry;
+  auto backend = std::make_shared<gb::SimHostBackend>();
+  gha::HostAllocatorOptions o;
+  o.registry = &registry;
+  gha::CachingHostAllocator allocator(backend, o);
+  std::atomic<int> running{kThreads};
+  std::atomic<std::int64_t> clashes{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPairs; ++i) {
+        auto a = allocator.allocate(std::size_t{256} << (i % 3));
+        auto* stamp = static_cast<std::atomic<std::uint64_t>*>(a.ptr);
+        const std::uint64_t mine = (static_cast<std::uint64_t>(t) << 32) | static_cast<std::uint32_t>(i);
+        stamp->store(mine, std::memory_order_relaxed);
+        if (i % 64 == 0) std::this_thread::yield();  // widen the window now and then
+        if (stamp->load(std::memory_order_relaxed) != mine) ++clashes;
+        allocator.free(a.ctx);
+      }
+      --running;
+    });
+  }
+  int drains = 0;
+  while (running > 0) {
+    allocator.empty_cache();
+    (void)allocator.stats();
+    ++drains;
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(clashes.load(), 0);
+  EXPECT_GT(drains, 0);
+  auto st = allocator.stats();
+  EXPECT_EQ(st.active_requests.current, 0);
+  std::int64_t requests = 0;
+  for (auto& c : st.classes) requests += c.requests;
+  EXPECT_EQ(requests, std::int64_t{kThreads} * kPairs);
+  allocator.empty_cache();
+  EXPECT_EQ(backend->live_blocks(), 0u);
+}
+
 }  // namespace
 
+TEST(HostAllocatorStress, CachesDrainedWhileTheirOwnersRun) { drain_while_owners_run(); }
 TEST(HostAllocatorStress, SixteenThreadsWithThreadCaches) { stress(""); }
 TEST(HostAllocatorStress, SixteenThreadsSharedListsOnly) { stress("thread_cache:0"); }
 TEST(HostAllocatorStress, SixteenThreadsWithABackgroundThread) { stress("background_thread:true"); }

@@ -308,6 +308,35 @@ TEST(HostAllocator, MaxCachedBytesTrimsTheLeastRecentlyFreed) {
   EXPECT_EQ(left, (std::set<void*>{b.ptr, c.ptr}));
 }
 
+// allocate() takes the block its own poll freed (the last of its size, as
+// from the back of the free list) without a trip through the list; one set
+// aside and replaced keeps its place in the least-recently-freed order.
+TEST(HostAllocator, APollHandsTheLastFreedBlockOfTheSizeToItsAllocate) {
+  Fixture f("max_cached_bytes:2KiB,thread_cache:0");
+  SimStream s;
+  auto a = f.allocator->allocate(1024), x = f.allocator->allocate(512), b = f.allocator->allocate(1024);
+  for (auto h : {a, x, b}) {
+    f.use_on(h, s);
+    f.allocator->free(h.ctx);
+  }
+  s.run_until_blocked();
+  auto got = f.allocator->allocate(1024);  // polls: a, x, b become free in that order
+  EXPECT_EQ(got.ptr, b.ptr);
+  auto st = f.allocator->stats();
+  EXPECT_EQ(st.pending_events, 0);
+  EXPECT_EQ(st.cached_blocks, 2);
+  EXPECT_EQ(st.cached_bytes, 1536);
+  EXPECT_EQ(f.metric("glassbox_host_blocks", {{"bucket", "10"}, {"state", "active"}}), 1);
+  EXPECT_EQ(f.metric("glassbox_host_blocks", {{"bucket", "10"}, {"state", "free"}}), 1);
+  EXPECT_EQ(f.metric("glassbox_host_alloc_cache_hits_total", {{"bucket", "10"}}), 1);
+  // 2.5 KiB cached > 2 KiB: `a` became free before `x` (though it reached
+  // the list after it), so `a` goes, and with it the excess.
+  f.allocator->free(got.ctx);
+  EXPECT_EQ(f.backend->live_blocks(), 2u);
+  EXPECT_EQ(f.allocator->allocate(512).ptr, x.ptr);
+  EXPECT_EQ(f.allocator->allocate(1024).ptr, b.ptr);
+}
+
 // Series are computed at scrape time from each allocator's own counts: two
 // allocators on one registry add up, and one that goes takes its cached
 // bytes along while the per-bucket series keep their last values.

@@ -1,7 +1,8 @@
 #pragma once
 // The caching host allocator's insides, shared by its source files.
 //
-// Lock order (outer first): publish_mu; instance_mu; caches_mu; a thread cache's lock;
+// Lock order (outer first): publish_mu; instance_mu; caches_mu; a thread cache's lock
+// (remote side; its owner never waits for it);
 // a pool's class lock, then its blocks_mu; a class record's mu; slow_mu.
 // events_mu and a block's lock are taken alone.
 #include <array>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "biased_lock.hpp"
 #include "spin_lock.hpp"
 
 namespace glassbox::host_allocator {
@@ -40,7 +42,7 @@ struct alignas(64) Block {
   bool captured = false;  // allocated while its stream was capturing
   std::vector<StreamId> streams;
   int event_count = 0;
-  std::uint64_t freed_tick = 0;  // guarded by its class lock while on a free list
+  std::uint64_t freed_tick = 0;  // when it was last freed (odd; even: set aside by process_events)
 };
 
 struct FreeList {
@@ -87,18 +89,33 @@ struct ClassView {
   std::int64_t pending = 0;
 };
 
-// One class's hot-path counts, this allocator's own (cells in no family): a
-// cached allocate+free pair updates two of them (hits, freed), and the
-// bucket's series (requests, blocks by state, active and cached bytes,
-// rounded bytes) follow from these at scrape time.
+// One class's counts, this allocator's own: the bucket's series (requests,
+// blocks by state, active and cached bytes, rounded bytes) follow from them
+// at scrape time. A thread with a cache counts hits and frees in its cache's
+// slot (ThreadCache::Slot), next to the blocks a cached pair touches anyway;
+// these cells (in no family) take misses, the counts of threads without a
+// cache, and a cache's counts when its thread exits.
 struct ClassCounts {
   metrics::Counter hits = metrics::Counter::create({});    // allocate() calls served from a cache
   metrics::Counter misses = metrics::Counter::create({});  // allocate() calls that made a block
   metrics::Counter freed = metrics::Counter::create({});   // free() calls
-  std::uint64_t requests() const { return hits.value() + misses.value(); }
   ClassMetrics* series = nullptr;
   ClassView published;  // guarded by Impl::publish_mu
 };
+
+// A class's counts summed over the cells and every thread cache.
+struct ClassTotals {
+  std::uint64_t hits = 0;
+  std::uint64_t misses = 0;
+  std::uint64_t freed = 0;
+  std::uint64_t requests() const { return hits + misses; }
+};
+
+// A count only its owner thread writes: a load and a store, no
+// read-modify-write; other threads read it at scrape time.
+inline void bump(std::atomic<std::uint64_t>& count, std::uint64_t n) noexcept {
+  count.store(count.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
 
 // Per class, over all pools. `active_*` count blocks out of the shared free
 // lists (in use, in a thread cache, or waiting on events).
@@ -117,16 +134,21 @@ struct ClassRecord {
 
 // A thread's free blocks of the default pool, per class. Only blocks up to
 // kMaxBlock: the per-pair cost matters for small staging buffers, and large
-// pinned blocks should not sit idle in one thread's cache.
+// pinned blocks should not sit idle in one thread's cache. Its owner thread
+// takes `lock` on the owner side; empty_cache(), stats() and thread exit take
+// it on the remote side, under caches_mu.
 struct ThreadCache {
   static constexpr int kCapacity = 8;
   static constexpr std::size_t kMaxBlock = std::size_t{1} << 20;
   struct Slot {
     int count = 0;
     Block* blocks[kCapacity];
+    std::atomic<std::uint64_t> hits{0};   // this thread's allocate() hits (any pool, any size)
+    std::atomic<std::uint64_t> freed{0};  // this thread's free() calls
   };
-  detail::SpinLock lock;
+  detail::BiasedLock lock;
   std::array<Slot, SizeClasses::kCount> slots{};
+  std::atomic<std::uint64_t> requested_bytes{0};
 };
 
 // The calling thread's cache of the allocator it used last (by id): the
@@ -155,18 +177,21 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   ~Impl();
 
   // allocate / free
-  Block* take_cached(BlockPool& pool, std::uint32_t cls);
+  Block* take_local(BlockPool& pool, std::uint32_t cls);
+  Block* take_central(BlockPool& pool, std::uint32_t cls);
   Block* create_block(std::size_t size, std::uint32_t cls, BlockPool& pool);
   void* backend_allocate_or_retry(std::size_t size, std::size_t rounded);
   void on_allocated(Block* b, std::size_t size, bool hit, bool captured);
   void return_free(Block* b);
-  void push_central(BlockPool& pool, Block* b);
+  // `stamped`: b->freed_tick is set already (see process_events).
+  void push_central(BlockPool& pool, Block* b, bool stamped = false);
   void queue_events(Block* b, const std::vector<StreamId>& streams);
   BlockPool& pool_of(const Block* b);
   std::pair<BlockPool*, bool> pool_for_current_stream();
 
   // events
-  void process_events(BlockPool& pool, std::int64_t size);
+  static constexpr std::uint32_t kNoClass = SizeClasses::kCount;
+  Block* process_events(BlockPool& pool, std::int64_t size, std::uint32_t wanted = kNoClass);
   void start_background_thread();
 
   // thread caches
@@ -190,6 +215,8 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   }
   ClassCounts& create_class_counts(std::uint32_t cls);
   // metrics at scrape time
+  ClassTotals totals(std::uint32_t cls, const ClassCounts& cc);
+  std::uint64_t requested_total();
   ClassView view(std::uint32_t cls, const ClassCounts& cc);
   void publish();
 
@@ -218,6 +245,8 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
 
   std::mutex caches_mu;
   std::vector<std::shared_ptr<ThreadCache>> caches;
+  metrics::Counter requested_bytes = metrics::Counter::create({});  // as ClassCounts, for bytes asked
+  std::uint64_t published_requested_bytes = 0;                       // guarded by publish_mu
 
   std::mutex slow_mu;  // guards the stats below
   Stat allocations;

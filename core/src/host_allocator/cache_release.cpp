@@ -63,7 +63,7 @@ void CachingHostAllocator::Impl::empty_cache() {
   {
     std::lock_guard lock(caches_mu);
     for (auto& tc : caches) {
-      std::lock_guard tl(tc->lock);
+      detail::RemoteLock tl(tc->lock);
       drain_cache(*tc);
     }
   }
@@ -137,8 +137,8 @@ CachingHostAllocator::Impl::~Impl() {
   {
     std::lock_guard lock(caches_mu);
     for (auto& tc : caches) {
-      std::lock_guard tl(tc->lock);
-      tc->slots = {};
+      detail::RemoteLock tl(tc->lock);
+      for (auto& slot : tc->slots) slot.count = 0;  // their blocks go below, with the pool's
     }
   }
   // Totals leave the shared registry; per-bucket series keep their last values.

@@ -74,10 +74,19 @@ HostAllocation CachingHostAllocator::allocate(std::size_t size) {
   }
   // With a background thread the default pool's events are polled there;
   // private pools never have a thread (capture records no events anyway).
+  // The thread's own cache first, then what events free, then the free list:
+  // the order of polling first and taking from the caches after.
+  Block* b = a.take_local(*pool, cls);
   if ((!a.config.background_thread || pool != &a.default_pool) && pool->pending.load(std::memory_order_relaxed) > 0) {
-    a.process_events(*pool, -1);
+    try {
+      Block* freed = a.process_events(*pool, -1, b == nullptr ? cls : Impl::kNoClass);
+      if (b == nullptr) b = freed;
+    } catch (...) {
+      if (b != nullptr) a.return_free(b);
+      throw;
+    }
   }
-  Block* b = a.take_cached(*pool, cls);
+  if (b == nullptr) b = a.take_central(*pool, cls);
   bool hit = b != nullptr;
   if (!hit) {
     if (a.config.background_thread) a.start_background_thread();
@@ -92,23 +101,32 @@ void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool h
   // allocate() returns; record_stream and free come after, in its order.
   b->allocated.store(true, std::memory_order_relaxed);
   b->captured = captured;
-  ClassCounts& cc = class_counts(b->cls);
-  if (hit) {
-    cc.hits.inc();
+  ThreadCache* tc = local_cache();
+  if (!hit) {
+    class_counts(b->cls).misses.inc();
+  } else if (tc != nullptr) {
+    bump(tc->slots[b->cls].hits, 1);
   } else {
-    cc.misses.inc();
+    class_counts(b->cls).hits.inc();
   }
-  m.requested_bytes.inc(size);
+  if (tc != nullptr) {
+    bump(tc->requested_bytes, size);
+  } else {
+    requested_bytes.inc(size);
+  }
 }
 
-Block* CachingHostAllocator::Impl::take_cached(BlockPool& pool, std::uint32_t cls) {
-  if (&pool == &default_pool && classes.size(cls) <= ThreadCache::kMaxBlock) {
-    if (ThreadCache* tc = local_cache()) {
-      std::lock_guard lock(tc->lock);
-      auto& slot = tc->slots[cls];
-      if (slot.count > 0) return slot.blocks[--slot.count];
-    }
-  }
+Block* CachingHostAllocator::Impl::take_local(BlockPool& pool, std::uint32_t cls) {
+  if (&pool != &default_pool || classes.size(cls) > ThreadCache::kMaxBlock) return nullptr;
+  ThreadCache* tc = local_cache();
+  if (tc == nullptr || !tc->lock.owner_try_lock()) return nullptr;
+  auto& slot = tc->slots[cls];
+  Block* b = slot.count > 0 ? slot.blocks[--slot.count] : nullptr;
+  tc->lock.owner_unlock();
+  return b;
+}
+
+Block* CachingHostAllocator::Impl::take_central(BlockPool& pool, std::uint32_t cls) {
   FreeList& fl = pool.classes[cls];
   std::lock_guard lock(fl.mu);
   if (fl.blocks.empty()) return nullptr;
@@ -189,7 +207,11 @@ void CachingHostAllocator::free(void* ctx) {
   if (ctx == nullptr) return;
   Impl& a = *impl_;
   auto* b = static_cast<Block*>(ctx);
-  a.class_counts(b->cls).freed.inc();
+  if (ThreadCache* tc = a.local_cache()) {
+    bump(tc->slots[b->cls].freed, 1);
+  } else {
+    a.class_counts(b->cls).freed.inc();
+  }
   if (!b->has_streams.load(std::memory_order_acquire)) {
     b->allocated.store(false, std::memory_order_relaxed);
     return a.return_free(b);
@@ -244,23 +266,22 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
 
 void CachingHostAllocator::Impl::return_free(Block* b) {
   if (b->pool == PoolId{} && b->size <= ThreadCache::kMaxBlock) {
-    if (ThreadCache* tc = local_cache()) {
-      std::lock_guard lock(tc->lock);
+    if (ThreadCache* tc = local_cache(); tc != nullptr && tc->lock.owner_try_lock()) {
       auto& slot = tc->slots[b->cls];
-      if (slot.count < config.thread_cache) {
-        slot.blocks[slot.count++] = b;
-        return;
-      }
+      const bool kept = slot.count < config.thread_cache;
+      if (kept) slot.blocks[slot.count++] = b;
+      tc->lock.owner_unlock();
+      if (kept) return;
     }
   }
   push_central(pool_of(b), b);
 }
 
-void CachingHostAllocator::Impl::push_central(BlockPool& pool, Block* b) {
+void CachingHostAllocator::Impl::push_central(BlockPool& pool, Block* b, bool stamped) {
   {
     FreeList& fl = pool.classes[b->cls];
     std::lock_guard lock(fl.mu);
-    b->freed_tick = tick.fetch_add(1, std::memory_order_relaxed);
+    if (!stamped) b->freed_tick = 2 * tick.fetch_add(1, std::memory_order_relaxed) + 1;
     fl.blocks.push_back(b);
     ClassRecord& r = records[b->cls];
     std::lock_guard stats(r.mu);

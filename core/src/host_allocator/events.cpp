@@ -34,7 +34,13 @@ std::optional<std::pair<EventId, Block*>> pop_oldest(BlockPool& pool) {
 // completed (later ones are younger: most likely not complete either).
 // size >= 0: look only at blocks of that class, skipping the rest, and stop
 // once one block becomes free or every event has been looked at.
-void CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t size) {
+// The last block of class `wanted` to become free is returned instead of
+// going to the free list, from whose back the allocate() asking would take it
+// next anyway: the hand-over saves two trips through the list's and the
+// class's locks. One set aside and then replaced goes to the list stamped
+// with when it became free, so the LRU trim sees the order it would have.
+Block* CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t size, std::uint32_t wanted) {
+  Block* kept = nullptr;
   std::size_t max_events = 0;
   if (size != -1) {
     std::lock_guard lock(pool.events_mu);
@@ -42,10 +48,13 @@ void CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t si
   }
   for (std::size_t seen = 0;; ++seen) {
     auto entry = pop_oldest(pool);
-    if (!entry) return;
+    if (!entry) return kept;
     Block* b = entry->second;
     if (size != -1) {
-      if (seen > max_events) return put_back(pool, *entry, false);
+      if (seen > max_events) {
+        put_back(pool, *entry, false);
+        return kept;
+      }
       if (static_cast<std::size_t>(size) != b->size) {
         put_back(pool, *entry, false);
         continue;
@@ -56,11 +65,12 @@ void CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t si
       done = backend->query_event(entry->first);
     } catch (...) {
       put_back(pool, *entry, true);  // nothing is lost; the next poll asks again
+      if (kept != nullptr) push_central(pool, kept, true);
       throw;
     }
     if (!done) {
       put_back(pool, *entry, size == -1);
-      if (size == -1) return;
+      if (size == -1) return kept;
       continue;
     }
     backend->release_event(entry->first);
@@ -71,12 +81,18 @@ void CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t si
     }
     if (available) {
       records[b->cls].pending_blocks.fetch_sub(1, std::memory_order_relaxed);
-      push_central(pool, b);
+      if (b->cls != wanted) {
+        push_central(pool, b);
+      } else {
+        if (kept != nullptr) push_central(pool, kept, true);
+        kept = b;
+        kept->freed_tick = 2 * tick.load(std::memory_order_relaxed);
+      }
     }
     // Last: once the backlog reads zero, every block it held is reusable.
     const bool backlog_gone = pool.pending.fetch_sub(1, std::memory_order_release) == 1;
     m.pending_events.add(-1);
-    if ((available && size != -1) || backlog_gone) return;
+    if ((available && size != -1) || backlog_gone) return kept;
   }
 }
 

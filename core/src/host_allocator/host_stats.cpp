@@ -47,7 +47,7 @@ HostStats CachingHostAllocator::stats() const {
   {
     std::lock_guard lock(a.caches_mu);
     for (auto& tc : a.caches) {
-      std::lock_guard tl(tc->lock);
+      detail::RemoteLock tl(tc->lock);
       for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
         if (tc->slots[c].count == 0) continue;  // also skips indices the policy never uses
         tc_blocks[c] += tc->slots[c].count;
@@ -66,9 +66,10 @@ HostStats CachingHostAllocator::stats() const {
     take_out_cached(cs.active_requests, tc_blocks[c]);
     take_out_cached(cs.active_bytes, tc_bytes[c]);
     if (ClassCounts* cc = r.counts.load(std::memory_order_acquire)) {
+      const ClassTotals t = a.totals(c, *cc);
       std::lock_guard lock(r.mu);
-      cs.requests = static_cast<std::int64_t>(cc->requests() - r.requests_base);
-      cs.cache_hits = static_cast<std::int64_t>(cc->hits.value() - r.hits_base);
+      cs.requests = static_cast<std::int64_t>(t.requests() - r.requests_base);
+      cs.cache_hits = static_cast<std::int64_t>(t.hits - r.hits_base);
     }
     add_into(out.active_requests, cs.active_requests);
     add_into(out.active_bytes, cs.active_bytes);
@@ -98,13 +99,14 @@ HostStats CachingHostAllocator::stats() const {
 void CachingHostAllocator::reset_accumulated_stats() {
   Impl& a = *impl_;
   auto reset = [](Stat& s) { s.allocated = s.freed = 0; };
-  for (auto& r : a.records) {
+  for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
+    ClassRecord& r = a.records[c];
+    ClassCounts* cc = r.counts.load(std::memory_order_acquire);
+    const ClassTotals t = cc != nullptr ? a.totals(c, *cc) : ClassTotals{};
     std::lock_guard lock(r.mu);
     for (Stat* s : {&r.allocations, &r.allocated_bytes, &r.active_requests, &r.active_bytes}) reset(*s);
-    if (ClassCounts* cc = r.counts.load(std::memory_order_acquire)) {
-      r.requests_base = cc->requests();
-      r.hits_base = cc->hits.value();
-    }
+    r.requests_base = t.requests();
+    r.hits_base = t.hits;
   }
   std::lock_guard lock(a.slow_mu);
   reset(a.allocations);

@@ -55,15 +55,34 @@ ClassMetrics* Metrics::resolve(unsigned bucket) {
   return slot.get();
 }
 
-// Reads `freed` before the requests: an allocate+free pair that lands in between
-// counts one block active for this scrape, never one too few.
+// Reads every `freed` before the requests: an allocate+free pair that lands
+// in between counts one block active for this snapshot, never one too few.
+// Under caches_mu, so that no exiting thread moves its counts meanwhile.
+ClassTotals CachingHostAllocator::Impl::totals(std::uint32_t cls, const ClassCounts& cc) {
+  std::lock_guard lock(caches_mu);
+  ClassTotals t;
+  t.freed = cc.freed.value();
+  for (auto& tc : caches) t.freed += tc->slots[cls].freed.load(std::memory_order_relaxed);
+  t.hits = cc.hits.value();
+  for (auto& tc : caches) t.hits += tc->slots[cls].hits.load(std::memory_order_relaxed);
+  t.misses = cc.misses.value();
+  return t;
+}
+
+std::uint64_t CachingHostAllocator::Impl::requested_total() {
+  std::lock_guard lock(caches_mu);
+  std::uint64_t total = requested_bytes.value();
+  for (auto& tc : caches) total += tc->requested_bytes.load(std::memory_order_relaxed);
+  return total;
+}
+
 ClassView CachingHostAllocator::Impl::view(std::uint32_t cls, const ClassCounts& cc) {
   ClassRecord& r = records[cls];
   ClassView v;
-  const auto freed = static_cast<std::int64_t>(cc.freed.value());
-  v.requests = static_cast<std::int64_t>(cc.requests());
-  v.hits = static_cast<std::int64_t>(cc.hits.value());
-  v.active = v.requests - freed;
+  const ClassTotals t = totals(cls, cc);
+  v.requests = static_cast<std::int64_t>(t.requests());
+  v.hits = static_cast<std::int64_t>(t.hits);
+  v.active = v.requests - static_cast<std::int64_t>(t.freed);
   v.pending = r.pending_blocks.load(std::memory_order_relaxed);
   std::int64_t held;
   {
@@ -98,6 +117,8 @@ void CachingHostAllocator::Impl::publish() {
   }
   m.cached_bytes.add(cached_bytes);
   m.rounded_bytes.inc(static_cast<std::uint64_t>(rounded_bytes));
+  const std::uint64_t requested = requested_total();
+  m.requested_bytes.inc(requested - std::exchange(published_requested_bytes, requested));
 }
 
 }  // namespace glassbox::host_allocator

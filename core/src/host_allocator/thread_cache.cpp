@@ -57,19 +57,30 @@ ThreadCache* CachingHostAllocator::Impl::find_local_cache() {
   return tl_cache;
 }
 
-// Moves a cache's blocks to the shared free lists. Caller holds tc.lock.
+// Moves a cache's blocks to the shared free lists. Caller holds caches_mu
+// and either is the cache's owner or holds tc.lock on the remote side.
 void CachingHostAllocator::Impl::drain_cache(ThreadCache& tc) {
   for (auto& slot : tc.slots) {
     while (slot.count > 0) push_central(default_pool, slot.blocks[--slot.count]);
   }
 }
 
+// On the owner thread, at its exit: remote holders hold caches_mu, so this
+// needs no fence to keep them out. The cache's counts move to the cells in
+// the same critical section, so a scrape sees them in exactly one place.
 void CachingHostAllocator::Impl::retire_cache(ThreadCache& tc) {
-  {
-    std::lock_guard lock(tc.lock);
-    drain_cache(tc);
-  }
   std::lock_guard lock(caches_mu);
+  drain_cache(tc);
+  for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
+    const ThreadCache::Slot& slot = tc.slots[c];
+    const std::uint64_t hits = slot.hits.load(std::memory_order_relaxed);
+    const std::uint64_t freed = slot.freed.load(std::memory_order_relaxed);
+    if (hits == 0 && freed == 0) continue;
+    ClassCounts& cc = class_counts(c);
+    cc.hits.inc(hits);
+    cc.freed.inc(freed);
+  }
+  requested_bytes.inc(tc.requested_bytes.load(std::memory_order_relaxed));
   std::erase_if(caches, [&](const auto& c) { return c.get() == &tc; });
 }
 

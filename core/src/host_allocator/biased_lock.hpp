@@ -1,0 +1,78 @@
+#pragma once
+// A lock biased towards one owner thread, for a thread's own cache: the owner
+// enters and leaves with plain loads and stores (no atomic read-modify-write,
+// no fence instruction), and the rare other thread that must reach in
+// (empty_cache(), stats()) pays instead, with a process-wide memory barrier
+// (Linux membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED).
+//
+// The two sides form a Dekker handshake: the owner writes `owner_in_` then
+// reads `remote_wants_`; a remote writes `remote_wants_` then reads
+// `owner_in_`. Each side needs its write ordered before its read. The remote
+// gets that from membarrier, which runs a full barrier on every CPU running a
+// thread of this process, so the owner's side needs only a compiler barrier.
+// Where membarrier is missing (old kernel, seccomp), both sides fall back to
+// sequentially consistent atomics: correct, and as costly as a spin lock.
+#include <atomic>
+#include <thread>
+
+namespace glassbox::host_allocator::detail {
+
+/// Registers this process for membarrier's private expedited command; false
+/// where the kernel or a seccomp filter refuses it.
+bool register_membarrier() noexcept;
+
+/// Whether membarrier is in use. Decided once, on first use; every
+/// BiasedLock's both sides read the same value.
+inline bool asymmetric_fences() noexcept {
+  static const bool on = register_membarrier();
+  return on;
+}
+
+/// The remote side's barrier: a full barrier on every thread of the process.
+void heavy_fence() noexcept;
+
+class BiasedLock {
+ public:
+  /// Owner thread only. False while a remote holds the lock: the owner then
+  /// uses the shared path instead of waiting.
+  bool owner_try_lock() noexcept {
+    if (asymmetric_fences()) {
+      owner_in_.store(true, std::memory_order_relaxed);
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+    } else {
+      owner_in_.exchange(true, std::memory_order_seq_cst);
+    }
+    if (!remote_wants_.load(std::memory_order_seq_cst)) return true;
+    owner_in_.store(false, std::memory_order_release);
+    return false;
+  }
+  void owner_unlock() noexcept { owner_in_.store(false, std::memory_order_release); }
+
+  /// Any thread but the owner while it runs; remote holders must exclude one
+  /// another by other means (the allocator's caches_mu). Waits for the owner
+  /// to leave, which takes a few instructions.
+  void remote_lock() noexcept {
+    remote_wants_.store(true, std::memory_order_seq_cst);
+    if (asymmetric_fences()) heavy_fence();
+    while (owner_in_.load(std::memory_order_seq_cst)) std::this_thread::yield();
+  }
+  void remote_unlock() noexcept { remote_wants_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> owner_in_{false};
+  std::atomic<bool> remote_wants_{false};
+};
+
+/// For std::lock_guard on the remote side.
+class RemoteLock {
+ public:
+  explicit RemoteLock(BiasedLock& lock) noexcept : lock_(lock) { lock_.remote_lock(); }
+  ~RemoteLock() { lock_.remote_unlock(); }
+  RemoteLock(const RemoteLock&) = delete;
+  RemoteLock& operator=(const RemoteLock&) = delete;
+
+ private:
+  BiasedLock& lock_;
+};
+
+}  // namespace glassbox::host_allocator::detail
