@@ -1,6 +1,7 @@
 // Giving memory back: empty_cache(), the cached-bytes cap, and teardown.
 #include <algorithm>
 #include <chrono>
+#include <tuple>
 
 #include "allocator_impl.hpp"
 #include "glassbox/nvtx/range.hpp"
@@ -96,15 +97,17 @@ void CachingHostAllocator::Impl::trim_to_cap() {
   std::unique_lock guard(trim_mu, std::try_to_lock);
   if (!guard.owns_lock()) return;
   const auto cap = static_cast<std::int64_t>(config.max_cached_bytes);
-  std::vector<std::pair<std::uint64_t, Block*>> candidates;
+  // The class is copied too: until found on its list again under the lock, a
+  // candidate may have been freed by empty_cache() and must not be read.
+  std::vector<std::tuple<std::uint64_t, std::uint32_t, Block*>> candidates;
   for (auto& fl : default_pool.classes) {
     std::lock_guard lock(fl.mu);
-    for (Block* b : fl.blocks) candidates.emplace_back(b->freed_tick, b);
+    for (Block* b : fl.blocks) candidates.emplace_back(b->freed_tick, b->cls, b);
   }
   std::sort(candidates.begin(), candidates.end());
-  for (auto [tick_value, b] : candidates) {
+  for (auto [tick_value, cls, b] : candidates) {
     if (central_free_bytes.load() <= cap) break;
-    FreeList& fl = default_pool.classes[b->cls];
+    FreeList& fl = default_pool.classes[cls];
     {
       std::scoped_lock lock(fl.mu, default_pool.blocks_mu);
       auto it = std::find(fl.blocks.begin(), fl.blocks.end(), b);

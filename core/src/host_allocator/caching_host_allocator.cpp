@@ -278,6 +278,8 @@ void CachingHostAllocator::Impl::return_free(Block* b) {
 }
 
 void CachingHostAllocator::Impl::push_central(BlockPool& pool, Block* b, bool stamped) {
+  // Read now: once on the list and unlocked, empty_cache() may free the block.
+  const auto size = static_cast<std::int64_t>(b->size);
   {
     FreeList& fl = pool.classes[b->cls];
     std::lock_guard lock(fl.mu);
@@ -286,9 +288,9 @@ void CachingHostAllocator::Impl::push_central(BlockPool& pool, Block* b, bool st
     ClassRecord& r = records[b->cls];
     std::lock_guard stats(r.mu);
     r.active_requests.decrease(1);
-    r.active_bytes.decrease(static_cast<std::int64_t>(b->size));
+    r.active_bytes.decrease(size);
   }
-  std::int64_t cached = central_free_bytes.fetch_add(static_cast<std::int64_t>(b->size)) + static_cast<std::int64_t>(b->size);
+  std::int64_t cached = central_free_bytes.fetch_add(size) + size;
   if (config.max_cached_bytes > 0 && cached > static_cast<std::int64_t>(config.max_cached_bytes)) trim_to_cap();
 }
 
