@@ -72,10 +72,11 @@ HostAllocation CachingHostAllocator::allocate(std::size_t size) {
   if (!a.captures_empty.load(std::memory_order_relaxed)) [[unlikely]] {
     std::tie(pool, capturing) = a.pool_for_current_stream();
   }
-  // With a background thread the default pool's events are polled there;
-  // private pools never have a thread (capture records no events anyway).
-  // The thread's own cache first, then what events free, then the free list:
-  // the order of polling first and taking from the caches after.
+  // As the seed: poll events, then take a cached block. The poll never fills
+  // a thread cache, so looking there first picks the same block, and tells
+  // the poll whether to hand over one it frees. With a background thread the
+  // default pool's events are polled there; private pools never have a
+  // thread (capture records no events anyway).
   Block* b = a.take_local(*pool, cls);
   if ((!a.config.background_thread || pool != &a.default_pool) && pool->pending.load(std::memory_order_relaxed) > 0) {
     try {
