@@ -5,10 +5,12 @@
 
 #include <barrier>
 #include <chrono>
+#include <cstdlib>
 #include <random>
 #include <thread>
 
 #include "glassbox/backend/sim_host_backend.hpp"
+#include "biased_lock.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 
 namespace gb = glassbox::backend;
@@ -144,3 +146,13 @@ TEST(HostAllocatorStress, CachesDrainedWhileTheirOwnersRun) { drain_while_owners
 TEST(HostAllocatorStress, SixteenThreadsWithThreadCaches) { stress(""); }
 TEST(HostAllocatorStress, SixteenThreadsSharedListsOnly) { stress("thread_cache:0"); }
 TEST(HostAllocatorStress, SixteenThreadsWithABackgroundThread) { stress("background_thread:true"); }
+
+// ctest runs this binary twice: as is, and with GLASSBOX_NO_MEMBARRIER=1, so
+// the stress tests above cover both sides of the thread caches' lock.
+TEST(BiasedLock, UsesMembarrierUnlessTurnedOff) {
+  namespace d = gha::detail;
+  const char* off = std::getenv("GLASSBOX_NO_MEMBARRIER");
+  const bool turned_off = off != nullptr && *off != '\0' && std::string(off) != "0";
+  EXPECT_EQ(d::membarrier_turned_off(), turned_off);
+  EXPECT_EQ(d::asymmetric_fences(), !turned_off && d::register_membarrier());
+}

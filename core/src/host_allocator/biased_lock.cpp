@@ -1,6 +1,8 @@
 #include "biased_lock.hpp"
 
+#include <cstdlib>
 #include <exception>
+#include <string_view>
 
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
@@ -11,6 +13,11 @@ namespace glassbox::host_allocator::detail {
 namespace {
 long membarrier(int command) noexcept { return ::syscall(SYS_membarrier, command, 0U, 0); }
 }  // namespace
+
+bool membarrier_turned_off() noexcept {
+  const char* v = std::getenv("GLASSBOX_NO_MEMBARRIER");
+  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+}
 
 bool register_membarrier() noexcept {
   const long commands = membarrier(MEMBARRIER_CMD_QUERY);

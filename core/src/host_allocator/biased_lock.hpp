@@ -21,10 +21,15 @@ namespace glassbox::host_allocator::detail {
 /// where the kernel or a seccomp filter refuses it.
 bool register_membarrier() noexcept;
 
+/// GLASSBOX_NO_MEMBARRIER set (and not "0"): use the fallback. Each heavy
+/// fence interrupts every CPU running a thread of the process, which a
+/// latency-sensitive process may prefer to pay for with atomics instead.
+bool membarrier_turned_off() noexcept;
+
 /// Whether membarrier is in use. Decided once, on first use; every
 /// BiasedLock's both sides read the same value.
 inline bool asymmetric_fences() noexcept {
-  static const bool on = register_membarrier();
+  static const bool on = !membarrier_turned_off() && register_membarrier();
   return on;
 }
 
