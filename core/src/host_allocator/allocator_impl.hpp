@@ -135,8 +135,9 @@ struct ClassRecord {
 // A thread's free blocks of the default pool, per class. Only blocks up to
 // kMaxBlock: the per-pair cost matters for small staging buffers, and large
 // pinned blocks should not sit idle in one thread's cache. Its owner thread
-// takes `lock` on the owner side; empty_cache(), stats() and thread exit take
-// it on the remote side, under caches_mu.
+// takes `lock` on the owner side; empty_cache(), stats() and the allocator's
+// teardown take it on the remote side (for_each_cache); the owner's exit
+// needs only caches_mu (retire_cache).
 struct ThreadCache {
   static constexpr int kCapacity = 8;
   static constexpr std::size_t kMaxBlock = std::size_t{1} << 20;
@@ -202,6 +203,10 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   ThreadCache* find_local_cache();
   void retire_cache(ThreadCache& tc);
   void drain_cache(ThreadCache& tc);
+  // Runs fn(cache) on every thread's cache, each held on the remote side;
+  // one heavy fence for all of them. Takes caches_mu.
+  template <class Fn>
+  void for_each_cache(Fn fn);
 
   // freeing memory
   void empty_cache();
@@ -260,5 +265,17 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   std::condition_variable background_cv;
   std::thread background;
 };
+
+template <class Fn>
+void CachingHostAllocator::Impl::for_each_cache(Fn fn) {
+  std::lock_guard lock(caches_mu);
+  for (auto& tc : caches) tc->lock.request();
+  if (detail::asymmetric_fences()) detail::heavy_fence();
+  for (auto& tc : caches) {
+    tc->lock.wait_for_owner();
+    fn(*tc);
+    tc->lock.remote_unlock();
+  }
+}
 
 }  // namespace glassbox::host_allocator

@@ -53,12 +53,13 @@ class BiasedLock {
   }
   void owner_unlock() noexcept { owner_in_.store(false, std::memory_order_release); }
 
-  /// Any thread but the owner while it runs; remote holders must exclude one
-  /// another by other means (the allocator's caches_mu). Waits for the owner
-  /// to leave, which takes a few instructions.
-  void remote_lock() noexcept {
-    remote_wants_.store(true, std::memory_order_seq_cst);
-    if (asymmetric_fences()) heavy_fence();
+  /// The remote side, in three steps so that one heavy fence serves many
+  /// locks: request() each, then heavy_fence() once if asymmetric_fences(),
+  /// then wait_for_owner() on each (the owner leaves within a few
+  /// instructions); remote_unlock() when done. Remote holders must exclude
+  /// one another by other means (the allocator's caches_mu).
+  void request() noexcept { remote_wants_.store(true, std::memory_order_seq_cst); }
+  void wait_for_owner() const noexcept {
     while (owner_in_.load(std::memory_order_seq_cst)) std::this_thread::yield();
   }
   void remote_unlock() noexcept { remote_wants_.store(false, std::memory_order_release); }
@@ -66,18 +67,6 @@ class BiasedLock {
  private:
   std::atomic<bool> owner_in_{false};
   std::atomic<bool> remote_wants_{false};
-};
-
-/// For std::lock_guard on the remote side.
-class RemoteLock {
- public:
-  explicit RemoteLock(BiasedLock& lock) noexcept : lock_(lock) { lock_.remote_lock(); }
-  ~RemoteLock() { lock_.remote_unlock(); }
-  RemoteLock(const RemoteLock&) = delete;
-  RemoteLock& operator=(const RemoteLock&) = delete;
-
- private:
-  BiasedLock& lock_;
 };
 
 }  // namespace glassbox::host_allocator::detail

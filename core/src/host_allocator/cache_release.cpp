@@ -61,13 +61,7 @@ void CachingHostAllocator::Impl::free_pool_blocks(BlockPool& pool) {
 void CachingHostAllocator::Impl::empty_cache() {
   nvtx::ScopedRange range(empty_cache_range(), nvtx::Category::host_allocator);
   process_events(default_pool, -1);
-  {
-    std::lock_guard lock(caches_mu);
-    for (auto& tc : caches) {
-      detail::RemoteLock tl(tc->lock);
-      drain_cache(*tc);
-    }
-  }
+  for_each_cache([this](ThreadCache& tc) { drain_cache(tc); });
   free_pool_blocks(default_pool);
   std::unique_lock lock(instance_mu);
   for (auto it = freeable_pools.begin(); it != freeable_pools.end();) {
@@ -137,13 +131,9 @@ CachingHostAllocator::Impl::~Impl() {
     background_cv.notify_all();
     background.join();
   }
-  {
-    std::lock_guard lock(caches_mu);
-    for (auto& tc : caches) {
-      detail::RemoteLock tl(tc->lock);
-      for (auto& slot : tc->slots) slot.count = 0;  // their blocks go below, with the pool's
-    }
-  }
+  for_each_cache([](ThreadCache& tc) {
+    for (auto& slot : tc.slots) slot.count = 0;  // their blocks go below, with the pool's
+  });
   // Totals leave the shared registry; per-bucket series keep their last values.
   auto release_all = [this](BlockPool& pool) {
     for (auto& [event, block] : pool.events) backend->release_event(event);

@@ -44,17 +44,13 @@ HostStats CachingHostAllocator::stats() const {
   Impl& a = *impl_;
   HostStats out;
   std::array<std::int64_t, SizeClasses::kCount> tc_blocks{}, tc_bytes{};
-  {
-    std::lock_guard lock(a.caches_mu);
-    for (auto& tc : a.caches) {
-      detail::RemoteLock tl(tc->lock);
-      for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
-        if (tc->slots[c].count == 0) continue;  // also skips indices the policy never uses
-        tc_blocks[c] += tc->slots[c].count;
-        tc_bytes[c] += tc->slots[c].count * static_cast<std::int64_t>(a.classes.size(c));
-      }
+  a.for_each_cache([&](ThreadCache& tc) {
+    for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
+      if (tc.slots[c].count == 0) continue;  // also skips indices the policy never uses
+      tc_blocks[c] += tc.slots[c].count;
+      tc_bytes[c] += tc.slots[c].count * static_cast<std::int64_t>(a.classes.size(c));
     }
-  }
+  });
   for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
     ClassRecord& r = a.records[c];
     ClassStats cs;
