@@ -199,16 +199,24 @@ void CudaDeviceKernels::log_softmax_backward(int device, const float* g, const f
 
 // Targets go up through pinned staging into stream-ordered memory that is
 // freed, in the stream's order, right after the kernel that reads it.
+template <class Launch>
+void CudaDeviceKernels::with_device_targets(const std::int64_t* targets, std::size_t rows, cudaStream_t s,
+                                            Launch launch) {
+  void* t = nullptr;
+  check_cuda(cudaMallocAsync(&t, rows * sizeof(std::int64_t), s), "cudaMallocAsync (targets)");
+  upload(targets, t, rows * sizeof(std::int64_t), s);
+  launch(static_cast<const std::int64_t*>(t));
+  check_cuda(cudaFreeAsync(t, s), "cudaFreeAsync (targets)");
+}
+
 void CudaDeviceKernels::nll_loss(int device, const float* log_probs, const std::int64_t* targets, float* out,
                                  std::size_t rows, std::size_t cols) {
   cudaStream_t s = enter(device);
   DeviceGuard guard(device);
-  void* t = nullptr;
-  check_cuda(cudaMallocAsync(&t, rows * sizeof(std::int64_t), s), "cudaMallocAsync (targets)");
-  upload(targets, t, rows * sizeof(std::int64_t), s);
-  autograd::cuda_kernels::nll_loss(log_probs, static_cast<const std::int64_t*>(t), out, rows, cols, s);
-  check_launch("nll_loss kernel");
-  check_cuda(cudaFreeAsync(t, s), "cudaFreeAsync (targets)");
+  with_device_targets(targets, rows, s, [&](const std::int64_t* t) {
+    autograd::cuda_kernels::nll_loss(log_probs, t, out, rows, cols, s);
+    check_launch("nll_loss kernel");
+  });
 }
 
 void CudaDeviceKernels::nll_loss_backward(int device, const float* g, const std::int64_t* targets, float* out,
@@ -216,12 +224,10 @@ void CudaDeviceKernels::nll_loss_backward(int device, const float* g, const std:
   cudaStream_t s = enter(device);
   DeviceGuard guard(device);
   check_cuda(cudaMemsetAsync(out, 0, bytes_of(rows * cols), s), "cudaMemsetAsync");
-  void* t = nullptr;
-  check_cuda(cudaMallocAsync(&t, rows * sizeof(std::int64_t), s), "cudaMallocAsync (targets)");
-  upload(targets, t, rows * sizeof(std::int64_t), s);
-  autograd::cuda_kernels::nll_loss_scatter(g, static_cast<const std::int64_t*>(t), out, rows, cols, s);
-  check_launch("nll_loss_backward kernel");
-  check_cuda(cudaFreeAsync(t, s), "cudaFreeAsync (targets)");
+  with_device_targets(targets, rows, s, [&](const std::int64_t* t) {
+    autograd::cuda_kernels::nll_loss_scatter(g, t, out, rows, cols, s);
+    check_launch("nll_loss_backward kernel");
+  });
 }
 
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a

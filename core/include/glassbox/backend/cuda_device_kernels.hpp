@@ -72,6 +72,10 @@ class CudaDeviceKernels final : public autograd::DeviceKernels {
   cudaStream_t enter(int device);
   // Copies `bytes` of host memory to device memory `out` through a pinned block.
   void upload(const void* host, void* out, std::size_t bytes, cudaStream_t s);
+  // Uploads class targets to stream-ordered device memory, runs `launch` on
+  // them, and frees them in the stream's order right after.
+  template <class Launch>
+  void with_device_targets(const std::int64_t* targets, std::size_t rows, cudaStream_t s, Launch launch);
 
   const int device_count_;
   std::mutex mu_;
