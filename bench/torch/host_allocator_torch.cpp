@@ -1,5 +1,6 @@
 // PyTorch's side of the pinned host allocator comparison:
 // at::getHostAllocator(at::kCUDA), the allocator behind pin_memory().
+// Arguments name the metrics to measure (default: all), as for glassbox's side.
 #include <ATen/ATen.h>
 #include <ATen/core/CachingHostAllocator.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -24,16 +25,21 @@ void* record_event_path() {
 }
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   at::ones({1}, at::device(at::kCUDA)).sum().item<float>();
   namespace gc = glassbox::compare;
-  const long pair_calls = gc::calibrate(cached_pair);
-  for (int threads : {1, 2, 4, 8, 16}) {
-    gc::report("pytorch", "host_alloc_cached_pair", threads, gc::median_calls_per_second(cached_pair, threads, pair_calls));
+  if (gc::wanted(argc, argv, "host_alloc_cached_pair")) {
+    const long pair_calls = gc::calibrate(cached_pair);
+    for (int threads : {1, 2, 4, 8, 16}) {
+      gc::report("pytorch", "host_alloc_cached_pair", threads,
+                 gc::median_calls_per_second(cached_pair, threads, pair_calls));
+    }
   }
-  const long record_calls = gc::calibrate(record_event_path);
-  for (int threads : {1, 4, 16}) {
-    gc::report("pytorch", "host_alloc_record_event", threads,
-               gc::median_calls_per_second(record_event_path, threads, record_calls));
+  if (gc::wanted(argc, argv, "host_alloc_record_event")) {
+    const long record_calls = gc::calibrate(record_event_path);
+    for (int threads : {1, 4, 16}) {
+      gc::report("pytorch", "host_alloc_record_event", threads,
+                 gc::median_calls_per_second(record_event_path, threads, record_calls));
+    }
   }
 }

@@ -105,6 +105,13 @@ ChurnRates median_churn_rates(Fn fn, int threads, int steps, int reps = 7) {
   return {median(cycle), median(first)};
 }
 
+/// Whether a comparison program asked for `metrics` on its command line
+/// should measure `metric`: all of them when none is named.
+inline bool wanted(int argc, char** argv, const char* metric) {
+  if (argc < 2) return true;
+  return std::find_if(argv + 1, argv + argc, [&](const char* a) { return std::string(a) == metric; }) != argv + argc;
+}
+
 /// One JSON line a run of the comparison prints per measurement.
 inline void report(const char* side, const char* metric, int threads, double calls_per_second) {
   std::printf("{\"side\":\"%s\",\"metric\":\"%s\",\"threads\":%d,\"calls_per_second\":%.6g,\"ns_per_call\":%.6g}\n",

@@ -1,8 +1,11 @@
 #include "glassbox/backend/cuda_host_backend.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <unordered_map>
+#include <utility>
 #include <unistd.h>
 
 #include "glassbox/backend/cuda_check.hpp"
@@ -12,6 +15,22 @@ namespace glassbox::backend {
 
 namespace {
 thread_local cudaStream_t tl_stream = nullptr;
+
+std::uint64_t next_backend_serial() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The live backends by serial, for spare events whose thread outlives their
+// use. Never destroyed: threads may exit after static destruction.
+struct LiveBackends {
+  std::mutex mu;
+  std::unordered_map<std::uint64_t, CudaHostBackend*> by_serial;
+};
+LiveBackends& live_backends() {
+  static auto* live = new LiveBackends;
+  return *live;
+}
 
 // Below this, touching pages in parallel costs more than it saves.
 constexpr std::size_t kParallelTouchBytes = std::size_t{16} << 20;
@@ -44,11 +63,56 @@ bool out_of_memory(cudaError_t e) {
 }
 }  // namespace
 
+// On the allocate / record / free path a thread gives an event back (its
+// poll found it complete) and then takes one (its free records), so one
+// spare per thread spares both trips through mu_. It goes back to its
+// backend's list when the thread exits or moves on to another backend's
+// events, so that no event sits unused in a thread that will not record.
+struct CudaHostBackend::SpareEvent {
+  std::uint64_t owner = 0;
+  PooledEvent* event = nullptr;
+  SpareEvent() = default;
+  SpareEvent(const SpareEvent&) = delete;
+  SpareEvent& operator=(const SpareEvent&) = delete;
+  ~SpareEvent() { hand_back(); }
+  void hand_back() noexcept {
+    if (event != nullptr) return_to_owner(owner, event);
+    event = nullptr;
+  }
+};
+thread_local CudaHostBackend::SpareEvent CudaHostBackend::spare_;
+
 CudaHostBackend::CudaHostBackend(bool use_host_register, int register_threads)
-    : use_host_register_(use_host_register), register_threads_(register_threads) {}
+    : serial_(next_backend_serial()), use_host_register_(use_host_register), register_threads_(register_threads) {
+  LiveBackends& live = live_backends();
+  std::lock_guard lock(live.mu);
+  live.by_serial.emplace(serial_, this);
+}
 
 CudaHostBackend::~CudaHostBackend() {
+  {
+    LiveBackends& live = live_backends();
+    std::lock_guard lock(live.mu);
+    live.by_serial.erase(serial_);
+  }
   for (auto& e : all_events_) (void)cudaEventDestroy(e->event);
+}
+
+void CudaHostBackend::return_to_owner(std::uint64_t owner, PooledEvent* e) noexcept {
+  LiveBackends& live = live_backends();
+  std::lock_guard lock(live.mu);
+  // A backend gone has destroyed its events: nothing to give back.
+  if (auto it = live.by_serial.find(owner); it != live.by_serial.end()) it->second->push_free(e);
+}
+
+void CudaHostBackend::push_free(PooledEvent* e) {
+  std::lock_guard lock(mu_);
+  free_events_[static_cast<std::size_t>(e->device)].push_back(e);
+}
+
+std::size_t CudaHostBackend::events_created() const {
+  std::lock_guard lock(mu_);
+  return all_events_.size();
 }
 
 void CudaHostBackend::set_current_stream(cudaStream_t s) noexcept { tl_stream = s; }
@@ -84,6 +148,10 @@ void CudaHostBackend::deallocate(void* ptr, std::size_t) noexcept {
 }
 
 CudaHostBackend::PooledEvent* CudaHostBackend::take_event(int device) {
+  SpareEvent& spare = spare_;
+  if (spare.owner == serial_ && spare.event != nullptr && spare.event->device == device) {
+    return std::exchange(spare.event, nullptr);
+  }
   {
     std::lock_guard lock(mu_);
     if (static_cast<std::size_t>(device) >= free_events_.size()) free_events_.resize(static_cast<std::size_t>(device) + 1);
@@ -125,8 +193,14 @@ bool CudaHostBackend::query_event(host_allocator::EventId event) {
 
 void CudaHostBackend::release_event(host_allocator::EventId event) noexcept {
   auto* e = reinterpret_cast<PooledEvent*>(event);
-  std::lock_guard lock(mu_);
-  free_events_[static_cast<std::size_t>(e->device)].push_back(e);
+  SpareEvent& spare = spare_;
+  if (spare.owner != serial_) spare.hand_back();
+  if (spare.event == nullptr) {
+    spare.owner = serial_;
+    spare.event = e;
+  } else {
+    push_free(e);
+  }
 }
 
 host_allocator::StreamId CudaHostBackend::current_stream() const { return id(tl_stream); }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "glassbox/backend/cuda_check.hpp"
@@ -32,12 +33,23 @@ class HostAllocatorGpu : public ::testing::Test {
     if (stream_) cudaStreamDestroy(stream_);
     if (device_) cudaFree(device_);
   }
-  std::unique_ptr<gha::CachingHostAllocator> make(const char* conf) {
+  std::unique_ptr<gha::CachingHostAllocator> make(const char* conf,
+                                                  std::shared_ptr<gb::CudaHostBackend>* backend_out = nullptr) {
     gha::HostAllocatorOptions o;
     o.config = gha::HostAllocatorConfig::parse(conf);
     o.registry = &registry_;
     auto backend = std::make_shared<gb::CudaHostBackend>(o.config.use_host_register, o.config.register_threads);
+    if (backend_out != nullptr) *backend_out = backend;
     return std::make_unique<gha::CachingHostAllocator>(backend, o);
+  }
+  // One event through its whole life: recorded at the free of a block used
+  // on stream_, found complete by the next allocate's poll, given back.
+  void cycle_one_event(gha::CachingHostAllocator& allocator) {
+    auto a = allocator.allocate(kBytes);
+    ASSERT_TRUE(allocator.record_stream(a.ptr, a.ctx, gb::CudaHostBackend::id(stream_)));
+    allocator.free(a.ctx);
+    gb::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    allocator.free(allocator.allocate(kBytes).ctx);
   }
   // The kernel reads `block` through its device mapping after spinning.
   void launch_reader(void* block) {
@@ -149,4 +161,34 @@ TEST_F(HostAllocatorGpu, ABlockUsedDuringGraphCaptureIsNeverRecycled) {
   cudaGraphDestroy(graph);
   allocator->release_pool(pool);
   allocator->release_pool(pool);
+}
+
+// A thread keeps the event it gave back last for its next record, without
+// the pool's lock; one that exits must hand it back, or every short-lived
+// thread that polled would leave an event behind and the backend would
+// create one more per thread.
+TEST_F(HostAllocatorGpu, EventsComeBackFromThreadsThatExit) {
+  std::shared_ptr<gb::CudaHostBackend> backend;
+  auto allocator = make("", &backend);
+  for (int i = 0; i < 64; ++i) std::thread([&] { cycle_one_event(*allocator); }).join();
+  EXPECT_EQ(backend->events_created(), 1u);
+}
+
+// The spare is per thread, not per backend: moving to another backend's
+// events hands the first one's back to it; one whose backend is gone is
+// dropped (its events went with it).
+TEST_F(HostAllocatorGpu, ASpareEventGoesBackToItsOwnBackend) {
+  std::shared_ptr<gb::CudaHostBackend> first, second;
+  auto a = make("", &first);
+  auto b = make("", &second);
+  for (int i = 0; i < 8; ++i) {
+    cycle_one_event(*a);
+    cycle_one_event(*b);
+  }
+  EXPECT_EQ(first->events_created(), 1u);
+  EXPECT_EQ(second->events_created(), 1u);
+  b.reset();
+  second.reset();  // this thread still holds its last event
+  cycle_one_event(*a);
+  EXPECT_EQ(first->events_created(), 1u);
 }

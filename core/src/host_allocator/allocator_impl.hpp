@@ -57,7 +57,7 @@ struct BlockPool {
   std::mutex blocks_mu;
   std::unordered_set<Block*> blocks;
   std::unordered_map<void*, Block*> by_ptr;
-  std::mutex events_mu;
+  detail::SpinLock events_mu;  // held for one deque operation
   std::deque<std::pair<EventId, Block*>> events;  // newest at the front
   std::atomic<std::int64_t> pending{0};           // events.size(), readable without events_mu
 };

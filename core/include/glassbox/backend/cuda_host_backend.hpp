@@ -4,6 +4,7 @@
 // timing-free events, stream capture state from cudaStreamIsCapturing.
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -32,6 +33,9 @@ class CudaHostBackend final : public host_allocator::HostBackend {
   host_allocator::StreamId current_stream() const override;
   bool is_capturing(host_allocator::StreamId stream) const override;
   std::string name() const override { return "cuda"; }
+  /// Events this backend has created: each is reused once its poll finds it
+  /// complete, so this stays near the most ever pending at once.
+  std::size_t events_created() const;
 
  private:
   void* allocate_registered(std::size_t bytes);
@@ -42,10 +46,19 @@ class CudaHostBackend final : public host_allocator::HostBackend {
     int device;
   };
   PooledEvent* take_event(int device);
+  void push_free(PooledEvent* e);  // onto its device's list, under mu_
 
+  // A thread's spare event (cuda_host_backend.cpp): the one it gave back
+  // last, taken again by its next record without mu_.
+  struct SpareEvent;
+  static thread_local SpareEvent spare_;
+  // Gives an event back to the backend with that serial, if it still exists.
+  static void return_to_owner(std::uint64_t owner, PooledEvent* e) noexcept;
+
+  const std::uint64_t serial_;  // never reused: names this backend in spare_ and the live registry
   const bool use_host_register_;
   const int register_threads_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::vector<std::vector<PooledEvent*>> free_events_;  // per device
   std::vector<std::unique_ptr<PooledEvent>> all_events_;
 };

@@ -1,0 +1,53 @@
+"""scripts/compare-table: medians over repeated runs, ratio ranges, reference rows, scaling."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "compare-table")
+
+
+def row(side, metric, threads, rate):
+    return json.dumps({"side": side, "metric": metric, "threads": threads, "calls_per_second": rate})
+
+
+def table(lines):
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        f.write("\n".join(lines) + "\n")
+    try:
+        return subprocess.run([sys.executable, SCRIPT, f.name], check=True, capture_output=True, text=True).stdout
+    finally:
+        os.unlink(f.name)
+
+
+def line_of(out, start):
+    return next(l for l in out.splitlines() if l.startswith(start)).split()
+
+
+class CompareTable(unittest.TestCase):
+    def test_repeated_runs_count_by_their_median_and_show_the_paired_range(self):
+        out = table([row("glassbox", "m", 1, r) for r in (1e6, 4e6, 2e6)] +
+                    [row("pytorch", "m", 1, r) for r in (1e6, 1e6, 2e6)])
+        cells = line_of(out, "m @1 thr")
+        # medians 2 M/s and 1 M/s; the n-th runs' ratios are 1, 4 and 1
+        self.assertEqual(cells[3:], ["2.00", "M/s", "1.00", "M/s", "2.0x", "3/3", "1.0-4.0x"])
+
+    def test_a_single_run_has_no_range(self):
+        cells = line_of(table([row("glassbox", "m", 1, 3e3), row("pytorch", "m", 1, 1e3)]), "m @1 thr")
+        self.assertEqual(cells[3:], ["3.00", "k/s", "1.00", "k/s", "3.0x", "1/1"])
+
+    def test_other_sides_are_reference_rows_with_their_time_per_call(self):
+        out = table([row("glassbox", "m", 1, 2e6), row("pytorch", "m", 1, 1e6), row("cuda", "floor", 1, 4e6)])
+        self.assertEqual(line_of(out, "cuda: floor @1 thr")[4:], ["4.00", "M/s", "250"])
+        self.assertFalse(any(l.startswith("floor") for l in out.splitlines()))
+
+    def test_scaling_is_each_sides_rate_over_its_one_thread_rate(self):
+        out = table([row("glassbox", "m", 1, 1e6), row("glassbox", "m", 8, 6e6),
+                     row("pytorch", "m", 1, 2e6), row("pytorch", "m", 8, 3e6)])
+        self.assertEqual(line_of(out, "m @8 vs 1 thr")[5:], ["6.00x", "1.50x"])
+
+
+if __name__ == "__main__":
+    unittest.main()
