@@ -12,10 +12,6 @@ int main() {
     return 0;
   }
   auto current = [] { return glassbox::handle_pool::current_cublas_handle(0, nullptr); };
-  const long calls = glassbox::compare::calibrate(current);
-  for (int threads : {1, 2, 4, 8, 16}) {
-    glassbox::compare::report("glassbox", "cublas_handle_warm", threads,
-                              glassbox::compare::median_calls_per_second(current, threads, calls));
-  }
+  glassbox::compare::report_sweep("glassbox", "cublas_handle_warm", current);
   glassbox::compare::report_churn("glassbox", "cublas_handle_churn", current);
 }

@@ -55,18 +55,10 @@ int main(int argc, char** argv) {
   }
   namespace gc = glassbox::compare;
   if (gc::wanted(argc, argv, "host_alloc_cached_pair")) {
-    const long pair_calls = gc::calibrate(cached_pair);
-    for (int threads : {1, 2, 4, 8, 16}) {
-      gc::report("glassbox", "host_alloc_cached_pair", threads,
-                 gc::median_calls_per_second(cached_pair, threads, pair_calls));
-    }
+    gc::report_sweep("glassbox", "host_alloc_cached_pair", cached_pair);
   }
   if (gc::wanted(argc, argv, "host_alloc_record_event")) {
-    const long record_calls = gc::calibrate(record_event_path);
-    for (int threads : {1, 4, 16}) {
-      gc::report("glassbox", "host_alloc_record_event", threads,
-                 gc::median_calls_per_second(record_event_path, threads, record_calls));
-    }
+    gc::report_sweep("glassbox", "host_alloc_record_event", record_event_path, gc::kShortThreadSweep);
     gc::report("cuda", "event_record_and_query", 1,
                gc::median_calls_per_second(record_and_query, 1, gc::calibrate(record_and_query)));
   }

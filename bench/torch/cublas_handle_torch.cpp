@@ -12,10 +12,6 @@ int main() {
   // PyTorch program has by the time it asks for a handle.
   at::ones({1}, at::device(at::kCUDA)).sum().item<float>();
   auto current = [] { return at::cuda::getCurrentCUDABlasHandle(); };
-  const long calls = glassbox::compare::calibrate(current);
-  for (int threads : {1, 2, 4, 8, 16}) {
-    glassbox::compare::report("pytorch", "cublas_handle_warm", threads,
-                              glassbox::compare::median_calls_per_second(current, threads, calls));
-  }
+  glassbox::compare::report_sweep("pytorch", "cublas_handle_warm", current);
   glassbox::compare::report_churn("pytorch", "cublas_handle_churn", current);
 }

@@ -29,17 +29,9 @@ int main(int argc, char** argv) {
   at::ones({1}, at::device(at::kCUDA)).sum().item<float>();
   namespace gc = glassbox::compare;
   if (gc::wanted(argc, argv, "host_alloc_cached_pair")) {
-    const long pair_calls = gc::calibrate(cached_pair);
-    for (int threads : {1, 2, 4, 8, 16}) {
-      gc::report("pytorch", "host_alloc_cached_pair", threads,
-                 gc::median_calls_per_second(cached_pair, threads, pair_calls));
-    }
+    gc::report_sweep("pytorch", "host_alloc_cached_pair", cached_pair);
   }
   if (gc::wanted(argc, argv, "host_alloc_record_event")) {
-    const long record_calls = gc::calibrate(record_event_path);
-    for (int threads : {1, 4, 16}) {
-      gc::report("pytorch", "host_alloc_record_event", threads,
-                 gc::median_calls_per_second(record_event_path, threads, record_calls));
-    }
+    gc::report_sweep("pytorch", "host_alloc_record_event", record_event_path, gc::kShortThreadSweep);
   }
 }

@@ -8,6 +8,7 @@
 #include <barrier>
 #include <chrono>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -117,6 +118,19 @@ inline void report(const char* side, const char* metric, int threads, double cal
   std::printf("{\"side\":\"%s\",\"metric\":\"%s\",\"threads\":%d,\"calls_per_second\":%.6g,\"ns_per_call\":%.6g}\n",
               side, metric, threads, calls_per_second, 1e9 * threads / calls_per_second);
   std::fflush(stdout);
+}
+
+/// The warm thread counts every comparison sweeps; the short sweep is for
+/// paths that serialise in the driver from a few threads on, on both sides.
+inline constexpr int kThreadSweep[] = {1, 2, 4, 8, 16};
+inline constexpr int kShortThreadSweep[] = {1, 4, 16};
+
+/// Calibrates `fn` on one thread, then reports its median rate at each of
+/// `threads` thread counts.
+template <class Fn>
+void report_sweep(const char* side, const char* metric, Fn fn, std::span<const int> threads = kThreadSweep) {
+  const long calls = calibrate(fn);
+  for (int t : threads) report(side, metric, t, median_calls_per_second(fn, t, calls));
 }
 
 /// The churn sweep both sides run: 1, 4 and 16 threads a step, 512 threads a
