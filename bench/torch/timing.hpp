@@ -106,8 +106,8 @@ ChurnRates median_churn_rates(Fn fn, int threads, int steps, int reps = 7) {
   return {median(cycle), median(first)};
 }
 
-/// Whether a comparison program asked for `metrics` on its command line
-/// should measure `metric`: all of them when none is named.
+/// Whether a comparison program should measure `metric`: its command line
+/// names the metrics to measure, all of them when it names none.
 inline bool wanted(int argc, char** argv, const char* metric) {
   if (argc < 2) return true;
   return std::find_if(argv + 1, argv + argc, [&](const char* a) { return std::string(a) == metric; }) != argv + argc;
