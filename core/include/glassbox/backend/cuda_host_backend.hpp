@@ -1,7 +1,8 @@
 #pragma once
 // The host allocator's CUDA backend: pinned memory from cudaHostAlloc (or
 // malloc + cudaHostRegister), events from a per-device pool of reusable
-// timing-free events, stream capture state from cudaStreamIsCapturing.
+// timing-free events (each thread keeps the one it gave back last), stream
+// capture state from cudaStreamIsCapturing.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
