@@ -4,15 +4,15 @@
 #include <benchmark/benchmark.h>
 
 #include "bench_util.hpp"
-#include "glassbox/backend/cuda_check.hpp"
-#include "glassbox/handle_pool/current_handles.hpp"
+#include "glassbox/cuda/cuda_check.hpp"
+#include "glassbox/cuda/handle_pool/current_handles.hpp"
 
 namespace {
 
 namespace gb = glassbox;
 
 bool skipped_without_device(benchmark::State& state) {
-  if (gb::backend::cuda_device_count() > 0) return false;
+  if (gb::cuda::cuda_device_count() > 0) return false;
   state.SkipWithError("no CUDA device");
   return true;
 }
@@ -22,7 +22,7 @@ bool skipped_without_device(benchmark::State& state) {
 cudaStream_t bench_stream() {
   static const cudaStream_t stream = [] {
     cudaStream_t s = nullptr;
-    gb::backend::check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    gb::cuda::check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     return s;
   }();
   return stream;

@@ -14,18 +14,18 @@
 #include <thread>
 
 #include "bench_util.hpp"
-#include "glassbox/backend/sim_stream.hpp"
+#include "glassbox/sim/sim_stream.hpp"
 #include "glassbox/cudnn/cudnn_wrapper.hpp"
 #include "glassbox/cudnn/sim_cudnn_backend.hpp"
 #include "glassbox/metrics/registry.hpp"
 #if GLASSBOX_HAVE_CUDA
-#include "glassbox/cudnn/cuda_cudnn_backend.hpp"
+#include "glassbox/cuda/cudnn/cuda_cudnn_backend.hpp"
 #endif
 
 namespace {
 
 namespace gc = glassbox::cudnn;
-using glassbox::backend::SimStream;
+using glassbox::sim::SimStream;
 
 // Leaked, and away from Registry::global(): benchmark threads may outlive statics.
 glassbox::metrics::Registry& bench_registry() {
@@ -142,7 +142,7 @@ BENCHMARK_CAPTURE(BM_SimWithCudnnState, own_state, false)->Apply(glassbox::bench
 
 #if GLASSBOX_HAVE_CUDA
 
-using glassbox::backend::check_cuda;
+using glassbox::cuda::check_cuda;
 
 // A caller's non-blocking stream on device 0 for the length of one benchmark run.
 class CallerStream {
@@ -162,7 +162,7 @@ class CallerStream {
 };
 
 bool have_gpu(benchmark::State& state) {
-  if (glassbox::backend::cuda_device_count() > 0) return true;
+  if (glassbox::cuda::cuda_device_count() > 0) return true;
   state.SkipWithError("no CUDA device");
   return false;
 }

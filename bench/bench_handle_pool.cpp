@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "glassbox/backend/fake_handle.hpp"
+#include "glassbox/sim/fake_handle.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
 #include "glassbox/metrics/registry.hpp"
 
 namespace {
 
-using Pool = glassbox::handle_pool::DeviceThreadHandlePool<glassbox::backend::FakeHandleFactory>;
+using Pool = glassbox::handle_pool::DeviceThreadHandlePool<glassbox::sim::FakeHandleFactory>;
 
 // A registry of its own keeps these series out of Registry::global(). It is
 // built while the pool's static is being initialised, so it is destroyed after
@@ -31,7 +31,7 @@ glassbox::metrics::Registry& bench_registry() {
 // by one run's threads are reused by the next run's.
 Pool& pool() {
   static const std::shared_ptr<Pool> p =
-      Pool::create(glassbox::backend::FakeHandleFactory("bench"), bench_registry());
+      Pool::create(glassbox::sim::FakeHandleFactory("bench"), bench_registry());
   return *p;
 }
 

@@ -5,13 +5,13 @@
 #include <benchmark/benchmark.h>
 
 #include "bench_util.hpp"
-#include "glassbox/backend/sim_host_backend.hpp"
+#include "glassbox/host_allocator/sim_host_backend.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 
 #include <map>
 #include <mutex>
 
-namespace gb = glassbox::backend;
+namespace gs = glassbox::sim;
 namespace gha = glassbox::host_allocator;
 
 namespace {
@@ -28,7 +28,7 @@ gha::CachingHostAllocator& allocator(const char* conf) {
     gha::HostAllocatorOptions o;
     o.config = gha::HostAllocatorConfig::parse(conf);
     o.registry = &registry;
-    a = std::make_unique<gha::CachingHostAllocator>(std::make_shared<gb::SimHostBackend>(), o);
+    a = std::make_unique<gha::CachingHostAllocator>(std::make_shared<gha::SimHostBackend>(), o);
   }
   return *a;
 }
@@ -53,10 +53,10 @@ BENCHMARK(BM_CachedPairSharedListsOnly)->Apply(glassbox::bench::thread_sweep);
 // recorded, and polled complete by the next allocate.
 void BM_RecordEventPath(benchmark::State& state) {
   auto& a = allocator("");
-  gb::SimStream stream;
+  gs::SimStream stream;
   for (auto _ : state) {
     auto x = a.allocate(kBytes);
-    a.record_stream(x.ptr, x.ctx, gb::SimHostBackend::id(stream));
+    a.record_stream(x.ptr, x.ctx, gha::SimHostBackend::id(stream));
     a.free(x.ctx);
   }
   state.SetItemsProcessed(state.iterations());

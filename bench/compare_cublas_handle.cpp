@@ -2,12 +2,12 @@
 // method as bench/torch/cublas_handle_torch.cpp: current_cublas_handle() on
 // the default stream, as getCurrentCUDABlasHandle() is on PyTorch's, warm on
 // 1 to 16 threads and as the first call of fresh threads (churn).
-#include "glassbox/backend/cuda_check.hpp"
-#include "glassbox/handle_pool/current_handles.hpp"
+#include "glassbox/cuda/cuda_check.hpp"
+#include "glassbox/cuda/handle_pool/current_handles.hpp"
 #include "torch/timing.hpp"
 
 int main() {
-  if (glassbox::backend::cuda_device_count() == 0) {
+  if (glassbox::cuda::cuda_device_count() == 0) {
     std::fprintf(stderr, "glassbox-compare-cublas-handle: no CUDA device\n");
     return 0;
   }

@@ -1,15 +1,15 @@
 #include "cuda_runtime.hpp"
 
 #include "glassbox/autograd/use_cuda.hpp"
-#include "glassbox/backend/cuda_check.hpp"
-#include "glassbox/backend/cuda_host_backend.hpp"
+#include "glassbox/cuda/cuda_check.hpp"
+#include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
 #include "glassbox/error.hpp"
-#include "glassbox/handle_pool/current_handles.hpp"
+#include "glassbox/cuda/handle_pool/current_handles.hpp"
 
 namespace glassbox::demo {
 
 CudaRuntime::CudaRuntime()
-    : devices_(backend::cuda_device_count()),
+    : devices_(cuda::cuda_device_count()),
       sources_{{"cublas", [](int d) { handle_pool::current_cublas_handle(d, nullptr); }},
                {"cublaslt", [](int d) { handle_pool::current_cublaslt_handle(d); }},
                {"cudnn", [](int d) { handle_pool::current_cudnn_handle(d, nullptr); }}} {
@@ -23,7 +23,7 @@ std::string CudaRuntime::description() const {
 }
 
 host_allocator::HostStats CudaRuntime::host_stats() const {
-  return backend::cuda_host_allocator().stats();
+  return cuda::cuda_host_allocator().stats();
 }
 
 }  // namespace glassbox::demo

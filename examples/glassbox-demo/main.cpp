@@ -23,7 +23,7 @@
 #include "tracing_setup.hpp"
 #include "training.hpp"
 #if GLASSBOX_HAVE_CUDA
-#include "glassbox/backend/cuda_check.hpp"
+#include "glassbox/cuda/cuda_check.hpp"
 #endif
 
 namespace {
@@ -48,7 +48,7 @@ struct Options {
 std::string resolve_device(const std::string& requested) {
   if (requested != "auto") return requested;
 #if GLASSBOX_HAVE_CUDA
-  return glassbox::backend::cuda_device_count() > 0 ? "cuda" : "cpu";
+  return glassbox::cuda::cuda_device_count() > 0 ? "cuda" : "cpu";
 #else
   return "cpu";
 #endif

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <exception>
 
-#include "glassbox/backend/fake_handle.hpp"
+#include "glassbox/sim/fake_handle.hpp"
 #include "glassbox/cudnn/cudnn_wrapper.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
 
@@ -12,14 +12,14 @@ namespace glassbox::demo {
 
 namespace {
 
-using FakePool = handle_pool::DeviceThreadHandlePool<backend::FakeHandleFactory>;
+using FakePool = handle_pool::DeviceThreadHandlePool<sim::FakeHandleFactory>;
 using SimWrapper = cudnn::CudnnWrapper<cudnn::SimCudnnBackend>;
 constexpr int kSimDevice = 0;
 
 HandleSource fake_source(const std::string& library) {
-  auto state = std::make_shared<backend::FakeHandleState>();
+  auto state = std::make_shared<sim::FakeHandleState>();
   state->create_latency = std::chrono::milliseconds(2);  // about what cublasCreate costs
-  std::shared_ptr<FakePool> pool = FakePool::create(backend::FakeHandleFactory(library, state));
+  std::shared_ptr<FakePool> pool = FakePool::create(sim::FakeHandleFactory(library, state));
   return {library, [pool](int device) { pool->reserve(device); }};
 }
 

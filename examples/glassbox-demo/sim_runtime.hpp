@@ -13,8 +13,8 @@
 
 #include "glassbox/autograd/conv2d_runner.hpp"
 #include "glassbox/autograd/device.hpp"
-#include "glassbox/backend/sim_host_backend.hpp"
-#include "glassbox/backend/sim_stream.hpp"
+#include "glassbox/host_allocator/sim_host_backend.hpp"
+#include "glassbox/sim/sim_stream.hpp"
 #include "glassbox/cudnn/cudnn_states.hpp"
 #include "glassbox/cudnn/sim_cudnn_backend.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
@@ -40,10 +40,10 @@ class SimRuntime final : public Runtime {
  private:
   void run_in_cudnn_state(const std::function<void()>& kernel);
 
-  std::shared_ptr<backend::SimHostBackend> host_backend_ = std::make_shared<backend::SimHostBackend>();
+  std::shared_ptr<host_allocator::SimHostBackend> host_backend_ = std::make_shared<host_allocator::SimHostBackend>();
   host_allocator::CachingHostAllocator allocator_{host_backend_};
-  backend::SimStream copy_stream_{backend::SimStream::Mode::worker, "copy"};
-  backend::SimStream compute_stream_{backend::SimStream::Mode::worker, "compute"};
+  sim::SimStream copy_stream_{sim::SimStream::Mode::worker, "copy"};
+  sim::SimStream compute_stream_{sim::SimStream::Mode::worker, "compute"};
   cudnn::CudnnStates<cudnn::SimCudnnBackend> cudnn_{cudnn::SimCudnnBackend{}, cudnn::CudnnStatesOptions::from_env()};
   std::vector<HandleSource> sources_;
   SimPinnedStager stager_{allocator_, copy_stream_};

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "glassbox/autograd/ops.hpp"
-#include "glassbox/backend/sim_host_backend.hpp"
+#include "glassbox/host_allocator/sim_host_backend.hpp"
 
 namespace glassbox::demo {
 
@@ -15,7 +15,7 @@ autograd::Tensor SimPinnedStager::stage(const Batch& batch) {
   copy_stream_.enqueue([dst = images.mutable_data().data(), src = block.ptr, bytes, keep = images] {
     std::memcpy(dst, src, bytes);
   });
-  allocator_.record_stream(block.ptr, block.ctx, backend::SimHostBackend::id(copy_stream_));
+  allocator_.record_stream(block.ptr, block.ctx, host_allocator::SimHostBackend::id(copy_stream_));
   // Freed with the copy still queued: the allocator holds the block back
   // until the event it records on the copy stream has completed.
   allocator_.free(block.ctx);

@@ -4,7 +4,7 @@
 // pin_memory=True followed by a non_blocking copy does.
 #include "data.hpp"
 #include "glassbox/autograd/tensor.hpp"
-#include "glassbox/backend/sim_stream.hpp"
+#include "glassbox/sim/sim_stream.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 
 namespace glassbox::demo {
@@ -25,13 +25,13 @@ class BatchStager {
 class SimPinnedStager final : public BatchStager {
  public:
   /// Both must outlive the stager.
-  SimPinnedStager(host_allocator::CachingHostAllocator& allocator, backend::SimStream& copy_stream)
+  SimPinnedStager(host_allocator::CachingHostAllocator& allocator, sim::SimStream& copy_stream)
       : allocator_(allocator), copy_stream_(copy_stream) {}
   autograd::Tensor stage(const Batch& batch) override;
 
  private:
   host_allocator::CachingHostAllocator& allocator_;
-  backend::SimStream& copy_stream_;
+  sim::SimStream& copy_stream_;
 };
 
 /// For a GPU: to(images, device), whose upload of CUDA tensors is the pinned

@@ -22,16 +22,16 @@
 #include <glassbox/autograd/autograd.hpp>
 #include <glassbox/autograd/grad_mode.hpp>
 #include <glassbox/autograd/ops.hpp>
-#include <glassbox/backend/fake_handle.hpp>
-#include <glassbox/backend/sim_host_backend.hpp>
+#include <glassbox/sim/fake_handle.hpp>
+#include <glassbox/host_allocator/sim_host_backend.hpp>
 #include <glassbox/error.hpp>
 #include <glassbox/exporters/prometheus_exporter.hpp>
 #include <glassbox/handle_pool/device_thread_handle_pool.hpp>
 #include <glassbox/host_allocator/caching_host_allocator.hpp>
 #if GLASSBOX_HAVE_CUDA
-#include <glassbox/backend/cuda_check.hpp>
-#include <glassbox/backend/cuda_host_backend.hpp>
-#include <glassbox/handle_pool/current_handles.hpp>
+#include <glassbox/cuda/cuda_check.hpp>
+#include <glassbox/cuda/host_allocator/cuda_host_backend.hpp>
+#include <glassbox/cuda/handle_pool/current_handles.hpp>
 #endif
 
 namespace ga = glassbox::autograd;
@@ -54,14 +54,14 @@ struct Runtime {
 
 Runtime make_runtime() {
 #if GLASSBOX_HAVE_CUDA
-  if (glassbox::backend::cuda_device_count() > 0) {
-    return {&glassbox::backend::cuda_host_allocator(),
+  if (glassbox::cuda::cuda_device_count() > 0) {
+    return {&glassbox::cuda::cuda_host_allocator(),
             [] { glassbox::handle_pool::current_cublas_handle(0, nullptr); }, "cuda"};
   }
 #endif
-  static gh::CachingHostAllocator sim_pinned(std::make_shared<glassbox::backend::SimHostBackend>());
-  using Pool = glassbox::handle_pool::DeviceThreadHandlePool<glassbox::backend::FakeHandleFactory>;
-  static std::shared_ptr<Pool> pool = Pool::create(glassbox::backend::FakeHandleFactory("cublas"));
+  static gh::CachingHostAllocator sim_pinned(std::make_shared<glassbox::host_allocator::SimHostBackend>());
+  using Pool = glassbox::handle_pool::DeviceThreadHandlePool<glassbox::sim::FakeHandleFactory>;
+  static std::shared_ptr<Pool> pool = Pool::create(glassbox::sim::FakeHandleFactory("cublas"));
   return {&sim_pinned, [] { pool->reserve(0); }, "cpu (sim backend)"};
 }
 

@@ -13,18 +13,18 @@
 #include <thread>
 #include <vector>
 
-#include "glassbox/backend/fake_handle.hpp"
+#include "glassbox/sim/fake_handle.hpp"
 #include "glassbox/cudnn/cudnn_wrapper.hpp"
 #include "glassbox/cudnn/sim_cudnn_backend.hpp"
 #include "glassbox/error.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
 #include "metric_value.hpp"
 
-namespace gb = glassbox::backend;
+namespace gs = glassbox::sim;
 namespace gc = glassbox::cudnn;
 namespace gm = glassbox::metrics;
 using glassbox::testing::metric_sum;
-using Pool = glassbox::handle_pool::DeviceThreadHandlePool<gb::FakeHandleFactory>;
+using Pool = glassbox::handle_pool::DeviceThreadHandlePool<gs::FakeHandleFactory>;
 using State = gc::CudnnState<gc::SimCudnnBackend>;
 
 namespace {
@@ -58,7 +58,7 @@ int attempts_failed(int threads, const std::string& what_failed, Attempt attempt
 
 // An empty closure through state `index`, from a caller stream of its own.
 void run_on_fresh_stream(gc::CudnnStates<gc::SimCudnnBackend>& states, int index) {
-  gb::SimStream caller(gb::SimStream::Mode::worker, "caller");
+  gs::SimStream caller(gs::SimStream::Mode::worker, "caller");
   gc::CudnnWrapper<gc::SimCudnnBackend>(states, 0, &caller).with_cudnn_state(index, [](State&) {});
 }
 
@@ -68,11 +68,11 @@ void run_on_fresh_stream(gc::CudnnStates<gc::SimCudnnBackend>& states, int index
 // every thread must create one and every armed fault fires.
 TEST(HandlePoolFaults, FailedCreationsLeakNothingAndMetricsMatchTheFactory) {
   gm::Registry registry;
-  auto state = std::make_shared<gb::FakeHandleState>();
+  auto state = std::make_shared<gs::FakeHandleState>();
   int failed = 0;
   for (int round = 0; round < 50; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    auto pool = Pool::create(gb::FakeHandleFactory("cublas", state), registry);
+    auto pool = Pool::create(gs::FakeHandleFactory("cublas", state), registry);
     std::latch all_hold(8);
     state->failures_to_inject = round % 7;
     failed += attempts_failed(8, "cublas handle creation failed on device 0", [&](int) {
@@ -128,7 +128,7 @@ TEST(CudnnStateFaults, AFailedWorkspaceAllocationLeavesTheStateUsable) {
   gc::SimCudnnBackend backend({}, registry);
   {
     gc::CudnnStates<gc::SimCudnnBackend> states(backend, gc::CudnnStatesOptions{}, registry);
-    gb::SimStream caller(gb::SimStream::Mode::worker, "caller");
+    gs::SimStream caller(gs::SimStream::Mode::worker, "caller");
     gc::CudnnWrapper<gc::SimCudnnBackend> wrapper(states, 0, &caller);
     backend.fail_workspace_allocations() = 1;
     try {

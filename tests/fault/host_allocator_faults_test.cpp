@@ -12,16 +12,16 @@
 #include <string>
 #include <vector>
 
-#include "glassbox/backend/sim_host_backend.hpp"
+#include "glassbox/host_allocator/sim_host_backend.hpp"
 #include "glassbox/error.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "metric_value.hpp"
 
-namespace gb = glassbox::backend;
+namespace gs = glassbox::sim;
 namespace gha = glassbox::host_allocator;
 namespace gm = glassbox::metrics;
-using gb::SimHostBackend;
-using gb::SimStream;
+using gha::SimHostBackend;
+using gs::SimStream;
 using glassbox::testing::metric_sum;
 using glassbox::testing::metric_value;
 

@@ -17,14 +17,14 @@
 #include "glassbox/autograd/checkpoint.hpp"
 #include "glassbox/autograd/ops.hpp"
 #include "glassbox/autograd/use_cuda.hpp"
-#include "glassbox/backend/cuda_check.hpp"
-#include "glassbox/backend/cuda_device_kernels.hpp"
-#include "glassbox/backend/cuda_host_backend.hpp"
+#include "glassbox/cuda/cuda_check.hpp"
+#include "glassbox/cuda/autograd/cuda_device_kernels.hpp"
+#include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
 #include "glassbox/error.hpp"
 #include "test_kernels.hpp"
 
 namespace ga = glassbox::autograd;
-namespace gb = glassbox::backend;
+namespace gcu = glassbox::cuda;
 using ga::kCpu;
 using ga::Shape;
 using ga::Tensor;
@@ -35,7 +35,7 @@ namespace {
 class GpuAutograd : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (gb::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    if (gcu::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
     ga::use_cuda();
   }
 };
@@ -174,7 +174,7 @@ TEST_F(GpuAutograd, MixedCpuAndGpuGraphMatchesAnAllCpuGraph) {
 }
 
 TEST_F(GpuAutograd, TwoGpusInOneGraph) {
-  if (gb::cuda_device_count() < 2) GTEST_SKIP() << "needs two CUDA devices";
+  if (gcu::cuda_device_count() < 2) GTEST_SKIP() << "needs two CUDA devices";
   auto run = [](int first, int second) {
     Tensor x = leaf(Shape{64, 32}, first, 4);
     Tensor w = leaf(Shape{32, 16}, second, 5);
@@ -196,7 +196,7 @@ TEST_F(GpuAutograd, TwoGpusInOneGraph) {
 TEST_F(GpuAutograd, ToRoundTripsAreExactAndStageThroughTheHostAllocator) {
   auto requests = [] {
     std::int64_t n = 0;
-    for (const auto& c : gb::cuda_host_allocator().stats().classes) n += c.requests;
+    for (const auto& c : gcu::cuda_host_allocator().stats().classes) n += c.requests;
     return n;
   };
   const std::int64_t before = requests();
@@ -208,7 +208,7 @@ TEST_F(GpuAutograd, ToRoundTripsAreExactAndStageThroughTheHostAllocator) {
   EXPECT_FALSE(back.in_device_memory());
   EXPECT_EQ(std::vector<float>(back.data().begin(), back.data().end()), values);
   EXPECT_GE(requests() - before, 2) << "one pinned block up, one down";
-  if (gb::cuda_device_count() >= 2) {
+  if (gcu::cuda_device_count() >= 2) {
     Tensor via_one = ga::to(ga::to(on_gpu, 1), kCpu);
     EXPECT_EQ(std::vector<float>(via_one.data().begin(), via_one.data().end()), values);
   }
@@ -218,10 +218,10 @@ TEST_F(GpuAutograd, ToRoundTripsAreExactAndStageThroughTheHostAllocator) {
 // once: without record_stream the allocator would hand the block to the next
 // upload, overwriting values the stream has not copied yet.
 TEST_F(GpuAutograd, StagingBlocksAreNotReusedBeforeTheStreamCopiedThem) {
-  cudaStream_t s = gb::cuda_device_kernels().stream(0);
-  gb::DeviceGuard guard(0);
+  cudaStream_t s = gcu::cuda_device_kernels().stream(0);
+  gcu::DeviceGuard guard(0);
   glassbox::testing::spin_then_copy(nullptr, nullptr, 0, 200'000'000LL, s);  // ~0.1 s at H100 clocks
-  gb::check_cuda(cudaGetLastError(), "spin kernel launch");
+  gcu::check_cuda(cudaGetLastError(), "spin kernel launch");
   TensorList uploaded;
   for (int i = 0; i < 16; ++i) {
     uploaded.push_back(Tensor::from(Shape{1024}, std::vector<float>(1024, static_cast<float>(i)), 0));
@@ -241,7 +241,7 @@ TEST_F(GpuAutograd, HostReadsOfDeviceMemoryFailClearly) {
     EXPECT_NE(std::string(e.what()).find("to(x, kCpu)"), std::string::npos) << e.what();
   }
   EXPECT_EQ(ga::sum(x).item(), 6.0F) << "item() copies";
-  EXPECT_THROW(Tensor::zeros(Shape{2}, gb::cuda_device_count()), glassbox::Error);
+  EXPECT_THROW(Tensor::zeros(Shape{2}, gcu::cuda_device_count()), glassbox::Error);
 }
 
 }  // namespace

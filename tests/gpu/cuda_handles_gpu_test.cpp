@@ -7,11 +7,11 @@
 #include <thread>
 #include <vector>
 
-#include "glassbox/backend/cuda_check.hpp"
-#include "glassbox/handle_pool/current_handles.hpp"
+#include "glassbox/cuda/cuda_check.hpp"
+#include "glassbox/cuda/handle_pool/current_handles.hpp"
 #include "test_kernels.hpp"
 
-namespace gb = glassbox::backend;
+namespace gcu = glassbox::cuda;
 namespace gh = glassbox::handle_pool;
 using glassbox::testing::fill_pattern;
 using glassbox::testing::pattern;
@@ -25,7 +25,7 @@ constexpr int kN = 48;  // matrices are kN x kN, column-major
 class GpuHandles : public ::testing::Test {
  protected:
   void SetUp() override {
-    devices_ = gb::cuda_device_count();
+    devices_ = gcu::cuda_device_count();
     if (devices_ == 0) GTEST_SKIP() << "no CUDA device";
   }
 
@@ -39,7 +39,7 @@ class GpuHandles : public ::testing::Test {
       for (int t = 0; t < n; ++t) {
         threads.emplace_back([&, t] {
           int device = t % devices_;
-          gb::check_cuda(cudaSetDevice(device), "cudaSetDevice");
+          gcu::check_cuda(cudaSetDevice(device), "cudaSetDevice");
           body(device, t + 1, together);
         });
       }
@@ -67,9 +67,9 @@ struct DeviceBuffers {
   cudaStream_t stream = nullptr;
   DeviceBuffers() {
     for (float** p : {&a, &b, &c}) {
-      gb::check_cuda(cudaMalloc(reinterpret_cast<void**>(p), kN * kN * sizeof(float)), "cudaMalloc");
+      gcu::check_cuda(cudaMalloc(reinterpret_cast<void**>(p), kN * kN * sizeof(float)), "cudaMalloc");
     }
-    gb::check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    gcu::check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   }
   ~DeviceBuffers() {
     cudaFree(a);
@@ -80,13 +80,13 @@ struct DeviceBuffers {
   void fill(float seed) {
     fill_pattern(a, kN * kN, seed, 1.0f, stream);
     fill_pattern(b, kN * kN, 0.5f, -seed, stream);
-    gb::check_cuda(cudaGetLastError(), "fill_pattern launch");
+    gcu::check_cuda(cudaGetLastError(), "fill_pattern launch");
   }
   std::vector<float> result() {
     std::vector<float> out(kN * kN);
-    gb::check_cuda(cudaMemcpyAsync(out.data(), c, out.size() * sizeof(float), cudaMemcpyDeviceToHost, stream),
+    gcu::check_cuda(cudaMemcpyAsync(out.data(), c, out.size() * sizeof(float), cudaMemcpyDeviceToHost, stream),
                    "cudaMemcpyAsync");
-    gb::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    gcu::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     return out;
   }
 };
@@ -117,11 +117,11 @@ TEST_F(GpuHandles, CublasHandlesAreBoundToTheCallersStreamAndComputeCorrectly) {
     buf.fill(seed);
     cublasHandle_t h = gh::current_cublas_handle(device, buf.stream);
     cudaStream_t bound = nullptr;
-    gb::check_cublas(cublasGetStream(h, &bound), "cublasGetStream");
+    gcu::check_cublas(cublasGetStream(h, &bound), "cublasGetStream");
     EXPECT_EQ(bound, buf.stream);
     together.arrive_and_wait();  // every thread holds a handle now
     const float one = 1.0f, zero = 0.0f;
-    gb::check_cublas(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, kN, kN, kN, &one, buf.a, kN, buf.b, kN, &zero, buf.c, kN),
+    gcu::check_cublas(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, kN, kN, kN, &one, buf.a, kN, buf.b, kN, &zero, buf.c, kN),
                      "cublasSgemm");
     EXPECT_LT(max_gemm_error(buf.result(), seed), 1e-4);
   });
@@ -130,13 +130,13 @@ TEST_F(GpuHandles, CublasHandlesAreBoundToTheCallersStreamAndComputeCorrectly) {
 
 TEST_F(GpuHandles, ChangingStreamsRebindsTheHandle) {
   int device = 0;
-  gb::check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  gcu::check_cuda(cudaSetDevice(device), "cudaSetDevice");
   DeviceBuffers one, two;
   cublasHandle_t h1 = gh::current_cublas_handle(device, one.stream);
   cublasHandle_t h2 = gh::current_cublas_handle(device, two.stream);
   EXPECT_EQ(h1, h2);
   cudaStream_t bound = nullptr;
-  gb::check_cublas(cublasGetStream(h2, &bound), "cublasGetStream");
+  gcu::check_cublas(cublasGetStream(h2, &bound), "cublasGetStream");
   EXPECT_EQ(bound, two.stream);
 }
 
@@ -149,10 +149,10 @@ TEST_F(GpuHandles, CublasLtHandlesRunAMatmulFromManyThreads) {
     together.arrive_and_wait();
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t layout = nullptr;
-    gb::check_cublas(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
-    gb::check_cublas(cublasLtMatrixLayoutCreate(&layout, CUDA_R_32F, kN, kN, kN), "cublasLtMatrixLayoutCreate");
+    gcu::check_cublas(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    gcu::check_cublas(cublasLtMatrixLayoutCreate(&layout, CUDA_R_32F, kN, kN, kN), "cublasLtMatrixLayoutCreate");
     const float one = 1.0f, zero = 0.0f;
-    gb::check_cublas(cublasLtMatmul(h, op, &one, buf.a, layout, buf.b, layout, &zero, buf.c, layout, buf.c, layout,
+    gcu::check_cublas(cublasLtMatmul(h, op, &one, buf.a, layout, buf.b, layout, &zero, buf.c, layout, buf.c, layout,
                                     nullptr, nullptr, 0, buf.stream),
                      "cublasLtMatmul");
     EXPECT_LT(max_gemm_error(buf.result(), seed), 1e-4);
@@ -171,14 +171,14 @@ TEST_F(GpuHandles, CudnnHandlesRunAnActivationFromManyThreads) {
     together.arrive_and_wait();
     cudnnTensorDescriptor_t desc = nullptr;
     cudnnActivationDescriptor_t relu = nullptr;
-    gb::check_cudnn(cudnnCreateTensorDescriptor(&desc), "cudnnCreateTensorDescriptor");
-    gb::check_cudnn(cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, kN, kN),
+    gcu::check_cudnn(cudnnCreateTensorDescriptor(&desc), "cudnnCreateTensorDescriptor");
+    gcu::check_cudnn(cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, kN, kN),
                     "cudnnSetTensor4dDescriptor");
-    gb::check_cudnn(cudnnCreateActivationDescriptor(&relu), "cudnnCreateActivationDescriptor");
-    gb::check_cudnn(cudnnSetActivationDescriptor(relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
+    gcu::check_cudnn(cudnnCreateActivationDescriptor(&relu), "cudnnCreateActivationDescriptor");
+    gcu::check_cudnn(cudnnSetActivationDescriptor(relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
                     "cudnnSetActivationDescriptor");
     const float one = 1.0f, zero = 0.0f;
-    gb::check_cudnn(cudnnActivationForward(h, relu, &one, desc, buf.b, &zero, desc, buf.c),
+    gcu::check_cudnn(cudnnActivationForward(h, relu, &one, desc, buf.b, &zero, desc, buf.c),
                     "cudnnActivationForward");
     auto out = buf.result();
     for (int i = 0; i < kN * kN; ++i) {

@@ -13,13 +13,13 @@
 #include <thread>
 #include <vector>
 
-#include "glassbox/backend/cuda_check.hpp"
-#include "glassbox/cudnn/cuda_cudnn_backend.hpp"
-#include "glassbox/handle_pool/current_handles.hpp"
+#include "glassbox/cuda/cuda_check.hpp"
+#include "glassbox/cuda/cudnn/cuda_cudnn_backend.hpp"
+#include "glassbox/cuda/handle_pool/current_handles.hpp"
 #include "glassbox/metrics/registry.hpp"
 #include "test_kernels.hpp"
 
-namespace gb = glassbox::backend;
+namespace gcu = glassbox::cuda;
 namespace gc = glassbox::cudnn;
 using glassbox::testing::fill_pattern;
 using glassbox::testing::pattern;
@@ -38,8 +38,8 @@ constexpr int kOutput = kN * kK * kH * kW;
 class GpuCudnnState : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (gb::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
-    gb::check_cuda(cudaSetDevice(0), "cudaSetDevice");
+    if (gcu::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    gcu::check_cuda(cudaSetDevice(0), "cudaSetDevice");
   }
 };
 
@@ -50,10 +50,10 @@ struct Caller {
   float* w = nullptr;
   float* y = nullptr;
   Caller() {
-    gb::check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    gb::check_cuda(cudaMalloc(reinterpret_cast<void**>(&x), kInput * sizeof(float)), "cudaMalloc x");
-    gb::check_cuda(cudaMalloc(reinterpret_cast<void**>(&w), kFilter * sizeof(float)), "cudaMalloc w");
-    gb::check_cuda(cudaMalloc(reinterpret_cast<void**>(&y), kOutput * sizeof(float)), "cudaMalloc y");
+    gcu::check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    gcu::check_cuda(cudaMalloc(reinterpret_cast<void**>(&x), kInput * sizeof(float)), "cudaMalloc x");
+    gcu::check_cuda(cudaMalloc(reinterpret_cast<void**>(&w), kFilter * sizeof(float)), "cudaMalloc w");
+    gcu::check_cuda(cudaMalloc(reinterpret_cast<void**>(&y), kOutput * sizeof(float)), "cudaMalloc y");
   }
   ~Caller() {
     cudaFree(x);
@@ -68,15 +68,15 @@ struct Caller {
   void prepare(float seed) {
     fill_pattern(x, kInput, seed, -1.0f, stream);
     fill_pattern(w, kFilter, 0.25f, -seed, stream);
-    gb::check_cuda(cudaGetLastError(), "fill_pattern launch");
-    gb::check_cuda(cudaMemsetAsync(y, 0xff, kOutput * sizeof(float), stream), "cudaMemsetAsync");
+    gcu::check_cuda(cudaGetLastError(), "fill_pattern launch");
+    gcu::check_cuda(cudaMemsetAsync(y, 0xff, kOutput * sizeof(float), stream), "cudaMemsetAsync");
   }
 
   std::vector<float> output() {
     std::vector<float> out(kOutput);
-    gb::check_cuda(cudaMemcpyAsync(out.data(), y, kOutput * sizeof(float), cudaMemcpyDeviceToHost, stream),
+    gcu::check_cuda(cudaMemcpyAsync(out.data(), y, kOutput * sizeof(float), cudaMemcpyDeviceToHost, stream),
                    "cudaMemcpyAsync");
-    gb::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    gcu::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     return out;
   }
 };
@@ -87,20 +87,20 @@ struct ConvDescriptors {
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   ConvDescriptors() {
-    gb::check_cudnn(cudnnCreateTensorDescriptor(&x), "cudnnCreateTensorDescriptor");
-    gb::check_cudnn(cudnnCreateTensorDescriptor(&y), "cudnnCreateTensorDescriptor");
-    gb::check_cudnn(cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor");
-    gb::check_cudnn(cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
-    gb::check_cudnn(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, kN, kC, kH, kW),
+    gcu::check_cudnn(cudnnCreateTensorDescriptor(&x), "cudnnCreateTensorDescriptor");
+    gcu::check_cudnn(cudnnCreateTensorDescriptor(&y), "cudnnCreateTensorDescriptor");
+    gcu::check_cudnn(cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor");
+    gcu::check_cudnn(cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
+    gcu::check_cudnn(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, kN, kC, kH, kW),
                     "cudnnSetTensor4dDescriptor x");
-    gb::check_cudnn(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, kN, kK, kH, kW),
+    gcu::check_cudnn(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, kN, kK, kH, kW),
                     "cudnnSetTensor4dDescriptor y");
-    gb::check_cudnn(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, kK, kC, kR, kS),
+    gcu::check_cudnn(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, kK, kC, kR, kS),
                     "cudnnSetFilter4dDescriptor");
-    gb::check_cudnn(cudnnSetConvolution2dDescriptor(conv, kPad, kPad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+    gcu::check_cudnn(cudnnSetConvolution2dDescriptor(conv, kPad, kPad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
                                                     CUDNN_DATA_FLOAT),
                     "cudnnSetConvolution2dDescriptor");
-    gb::check_cudnn(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
+    gcu::check_cudnn(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
   }
   ~ConvDescriptors() {
     cudnnDestroyConvolutionDescriptor(conv);
@@ -116,17 +116,17 @@ struct ConvDescriptors {
 void convolve(gc::CudaCudnnState& s, const ConvDescriptors& d, const Caller& c) {
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int found = 0;
-  gb::check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(s.handle(), d.x, d.w, d.conv, d.y,
+  gcu::check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(s.handle(), d.x, d.w, d.conv, d.y,
                                                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf),
                   "cudnnGetConvolutionForwardAlgorithm_v7");
   ASSERT_GT(found, 0);
   ASSERT_EQ(perf[0].status, CUDNN_STATUS_SUCCESS);
   std::size_t bytes = 0;
-  gb::check_cudnn(cudnnGetConvolutionForwardWorkspaceSize(s.handle(), d.x, d.w, d.conv, d.y, perf[0].algo, &bytes),
+  gcu::check_cudnn(cudnnGetConvolutionForwardWorkspaceSize(s.handle(), d.x, d.w, d.conv, d.y, perf[0].algo, &bytes),
                   "cudnnGetConvolutionForwardWorkspaceSize");
   void* workspace = s.workspace().get(bytes);
   const float one = 1.0f, zero = 0.0f;
-  gb::check_cudnn(cudnnConvolutionForward(s.handle(), &one, d.x, c.x, d.w, c.w, d.conv, perf[0].algo, workspace,
+  gcu::check_cudnn(cudnnConvolutionForward(s.handle(), &one, d.x, c.x, d.w, c.w, d.conv, perf[0].algo, workspace,
                                           bytes, &zero, d.y, c.y),
                   "cudnnConvolutionForward");
 }
@@ -183,7 +183,7 @@ TEST_F(GpuCudnnState, ConvolutionsThroughFourStatesFromEightThreadsMatchTheCpu) 
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      gb::check_cuda(cudaSetDevice(0), "cudaSetDevice");
+      gcu::check_cuda(cudaSetDevice(0), "cudaSetDevice");
       Caller caller;
       ConvDescriptors desc;
       gc::CudaCudnnWrapper wrapper = gc::cuda_cudnn_wrapper(0, caller.stream);
@@ -206,14 +206,14 @@ TEST_F(GpuCudnnState, StateHandlesAreBoundToTheStatesStreamsAndInlineHandlesToTh
   cudnnHandle_t inline_handle = wrapper.inline_handle();
   EXPECT_EQ(inline_handle, glassbox::handle_pool::current_cudnn_handle(0, caller.stream));
   cudaStream_t bound = nullptr;
-  gb::check_cudnn(cudnnGetStream(inline_handle, &bound), "cudnnGetStream");
+  gcu::check_cudnn(cudnnGetStream(inline_handle, &bound), "cudnnGetStream");
   EXPECT_EQ(bound, caller.stream);
 
   cudaStream_t state_streams[2] = {};
   for (int i : {0, 1}) {
     wrapper.with_cudnn_state(i, [&](gc::CudaCudnnState& s) {
       cudaStream_t state_bound = nullptr;
-      gb::check_cudnn(cudnnGetStream(s.handle(), &state_bound), "cudnnGetStream");
+      gcu::check_cudnn(cudnnGetStream(s.handle(), &state_bound), "cudnnGetStream");
       EXPECT_EQ(state_bound, s.stream());
       EXPECT_NE(s.stream(), caller.stream);
       EXPECT_NE(s.handle(), inline_handle);
@@ -229,13 +229,13 @@ TEST_F(GpuCudnnState, StateHandlesAreBoundToTheStatesStreamsAndInlineHandlesToTh
 TEST_F(GpuCudnnState, TheDefaultStreamFormOrdersAgainstTheLegacyStream) {
   constexpr std::size_t kBytes = std::size_t{64} << 20;
   std::uint8_t* buffer = nullptr;
-  gb::check_cuda(cudaMalloc(reinterpret_cast<void**>(&buffer), kBytes), "cudaMalloc");
-  gb::check_cuda(cudaMemset(buffer, 0, kBytes), "cudaMemset");
+  gcu::check_cuda(cudaMalloc(reinterpret_cast<void**>(&buffer), kBytes), "cudaMalloc");
+  gcu::check_cuda(cudaMemset(buffer, 0, kBytes), "cudaMemset");
   gc::cuda_cudnn_wrapper(0).with_cudnn_state(2, [&](gc::CudaCudnnState& s) {
-    gb::check_cuda(cudaMemsetAsync(buffer, 0x5a, kBytes, s.stream()), "cudaMemsetAsync");
+    gcu::check_cuda(cudaMemsetAsync(buffer, 0x5a, kBytes, s.stream()), "cudaMemsetAsync");
   });
   std::vector<std::uint8_t> host(kBytes);
-  gb::check_cuda(cudaMemcpy(host.data(), buffer, kBytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  gcu::check_cuda(cudaMemcpy(host.data(), buffer, kBytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
   cudaFree(buffer);
   std::size_t stale = 0;
   for (std::uint8_t b : host) stale += b != 0x5a;

@@ -9,7 +9,7 @@
 
 #include "child_process.hpp"
 #include "demo_path.hpp"
-#include "glassbox/backend/cuda_check.hpp"
+#include "glassbox/cuda/cuda_check.hpp"
 
 using glassbox::testing::ChildProcess;
 using namespace std::chrono_literals;
@@ -19,7 +19,7 @@ namespace {
 class GpuDemo : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (glassbox::backend::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    if (glassbox::cuda::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
   }
 
   // Runs the demo to its end; its exit status and whole output.

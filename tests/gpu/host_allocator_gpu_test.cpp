@@ -7,12 +7,12 @@
 #include <thread>
 #include <vector>
 
-#include "glassbox/backend/cuda_check.hpp"
-#include "glassbox/backend/cuda_host_backend.hpp"
+#include "glassbox/cuda/cuda_check.hpp"
+#include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "test_kernels.hpp"
 
-namespace gb = glassbox::backend;
+namespace gcu = glassbox::cuda;
 namespace gha = glassbox::host_allocator;
 using glassbox::testing::spin_then_copy;
 
@@ -24,21 +24,21 @@ constexpr long long kSpinCycles = 400'000'000;  // ~0.2 s: far longer than the h
 class HostAllocatorGpu : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (gb::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
-    gb::check_cuda(cudaSetDevice(0), "cudaSetDevice");
-    gb::check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    gb::check_cuda(cudaMalloc(&device_, kBytes), "cudaMalloc");
+    if (gcu::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    gcu::check_cuda(cudaSetDevice(0), "cudaSetDevice");
+    gcu::check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    gcu::check_cuda(cudaMalloc(&device_, kBytes), "cudaMalloc");
   }
   void TearDown() override {
     if (stream_) cudaStreamDestroy(stream_);
     if (device_) cudaFree(device_);
   }
   std::unique_ptr<gha::CachingHostAllocator> make(const char* conf,
-                                                  std::shared_ptr<gb::CudaHostBackend>* backend_out = nullptr) {
+                                                  std::shared_ptr<gcu::CudaHostBackend>* backend_out = nullptr) {
     gha::HostAllocatorOptions o;
     o.config = gha::HostAllocatorConfig::parse(conf);
     o.registry = &registry_;
-    auto backend = std::make_shared<gb::CudaHostBackend>(o.config.use_host_register, o.config.register_threads);
+    auto backend = std::make_shared<gcu::CudaHostBackend>(o.config.use_host_register, o.config.register_threads);
     if (backend_out != nullptr) *backend_out = backend;
     return std::make_unique<gha::CachingHostAllocator>(backend, o);
   }
@@ -46,24 +46,24 @@ class HostAllocatorGpu : public ::testing::Test {
   // on stream_, found complete by the next allocate's poll, given back.
   void cycle_one_event(gha::CachingHostAllocator& allocator) {
     auto a = allocator.allocate(kBytes);
-    ASSERT_TRUE(allocator.record_stream(a.ptr, a.ctx, gb::CudaHostBackend::id(stream_)));
+    ASSERT_TRUE(allocator.record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(stream_)));
     allocator.free(a.ctx);
-    gb::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    gcu::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     allocator.free(allocator.allocate(kBytes).ctx);
   }
   // The kernel reads `block` through its device mapping after spinning.
   void launch_reader(void* block) {
     void* mapped = nullptr;
-    gb::check_cuda(cudaHostGetDevicePointer(&mapped, block, 0), "cudaHostGetDevicePointer");
+    gcu::check_cuda(cudaHostGetDevicePointer(&mapped, block, 0), "cudaHostGetDevicePointer");
     spin_then_copy(static_cast<unsigned char*>(mapped), static_cast<unsigned char*>(device_), kBytes, kSpinCycles,
                    stream_);
-    gb::check_cuda(cudaGetLastError(), "spin_then_copy launch");
+    gcu::check_cuda(cudaGetLastError(), "spin_then_copy launch");
   }
   std::vector<unsigned char> what_the_kernel_read() {
     // The stream is non-blocking: a plain cudaMemcpy would not wait for it.
-    gb::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    gcu::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     std::vector<unsigned char> out(kBytes);
-    gb::check_cuda(cudaMemcpy(out.data(), device_, kBytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    gcu::check_cuda(cudaMemcpy(out.data(), device_, kBytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
     return out;
   }
 
@@ -80,13 +80,13 @@ TEST_F(HostAllocatorGpu, PinnedMemoryCopiesBothWays) {
     auto allocator = make(conf);
     auto src = allocator->allocate(kBytes), dst = allocator->allocate(kBytes);
     cudaPointerAttributes attr{};
-    gb::check_cuda(cudaPointerGetAttributes(&attr, src.ptr), "cudaPointerGetAttributes");
+    gcu::check_cuda(cudaPointerGetAttributes(&attr, src.ptr), "cudaPointerGetAttributes");
     EXPECT_EQ(attr.type, cudaMemoryTypeHost);  // page-locked, known to CUDA
     for (std::size_t i = 0; i < kBytes; ++i) static_cast<unsigned char*>(src.ptr)[i] = static_cast<unsigned char>(i * 31);
     std::memset(dst.ptr, 0, kBytes);
-    gb::check_cuda(cudaMemcpyAsync(device_, src.ptr, kBytes, cudaMemcpyHostToDevice, stream_), "H2D");
-    gb::check_cuda(cudaMemcpyAsync(dst.ptr, device_, kBytes, cudaMemcpyDeviceToHost, stream_), "D2H");
-    gb::check_cuda(cudaStreamSynchronize(stream_), "sync");
+    gcu::check_cuda(cudaMemcpyAsync(device_, src.ptr, kBytes, cudaMemcpyHostToDevice, stream_), "H2D");
+    gcu::check_cuda(cudaMemcpyAsync(dst.ptr, device_, kBytes, cudaMemcpyDeviceToHost, stream_), "D2H");
+    gcu::check_cuda(cudaStreamSynchronize(stream_), "sync");
     EXPECT_EQ(std::memcmp(src.ptr, dst.ptr, kBytes), 0);
     allocator->free(src.ctx);
     allocator->free(dst.ctx);
@@ -98,7 +98,7 @@ TEST_F(HostAllocatorGpu, AFreedBlockIsNotReusedWhileAKernelStillReadsIt) {
   auto a = allocator->allocate(kBytes);
   std::memset(a.ptr, 0xAB, kBytes);
   launch_reader(a.ptr);
-  ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, gb::CudaHostBackend::id(stream_)));
+  ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(stream_)));
   allocator->free(a.ctx);
   auto b = allocator->allocate(kBytes);  // at once, while the kernel spins
   std::memset(b.ptr, 0xCD, kBytes);
@@ -106,7 +106,7 @@ TEST_F(HostAllocatorGpu, AFreedBlockIsNotReusedWhileAKernelStillReadsIt) {
   auto read = what_the_kernel_read();
   EXPECT_EQ(std::count(read.begin(), read.end(), 0xAB), static_cast<long>(kBytes)) << "the kernel saw overwritten bytes";
   allocator->free(b.ctx);
-  gb::check_cuda(cudaStreamSynchronize(stream_), "sync");
+  gcu::check_cuda(cudaStreamSynchronize(stream_), "sync");
   auto c = allocator->allocate(kBytes);  // the kernel is done: a's block may come back now
   EXPECT_TRUE(c.ptr == a.ptr || c.ptr == b.ptr);
   EXPECT_EQ(allocator->stats().allocations.current, 2);
@@ -132,26 +132,26 @@ TEST_F(HostAllocatorGpu, WithoutRecordStreamTheOverwriteIsVisible) {
 TEST_F(HostAllocatorGpu, ABlockUsedDuringGraphCaptureIsNeverRecycled) {
   auto allocator = make("");
   const gha::PoolId pool{1, 1};
-  allocator->begin_allocate_to_pool(pool, [&](gha::StreamId s) { return s == gb::CudaHostBackend::id(stream_); });
-  gb::check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+  allocator->begin_allocate_to_pool(pool, [&](gha::StreamId s) { return s == gcu::CudaHostBackend::id(stream_); });
+  gcu::check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
   gha::HostAllocation a;
   {
-    gb::CudaStreamGuard g(stream_);
+    gcu::CudaStreamGuard g(stream_);
     a = allocator->allocate(kBytes);
-    gb::check_cuda(cudaMemcpyAsync(device_, a.ptr, kBytes, cudaMemcpyHostToDevice, stream_), "captured H2D");
-    ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, gb::CudaHostBackend::id(stream_)));
+    gcu::check_cuda(cudaMemcpyAsync(device_, a.ptr, kBytes, cudaMemcpyHostToDevice, stream_), "captured H2D");
+    ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(stream_)));
     allocator->free(a.ctx);
   }
   cudaGraph_t graph = nullptr;
-  gb::check_cuda(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
+  gcu::check_cuda(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
   allocator->end_allocate_to_pool(pool);
   cudaGraphExec_t exec = nullptr;
-  gb::check_cuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-  gb::check_cuda(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
-  gb::check_cuda(cudaStreamSynchronize(stream_), "sync");
+  gcu::check_cuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  gcu::check_cuda(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
+  gcu::check_cuda(cudaStreamSynchronize(stream_), "sync");
   {
-    gb::CudaStreamGuard g(stream_);
-    allocator->begin_allocate_to_pool(pool, [&](gha::StreamId s) { return s == gb::CudaHostBackend::id(stream_); });
+    gcu::CudaStreamGuard g(stream_);
+    allocator->begin_allocate_to_pool(pool, [&](gha::StreamId s) { return s == gcu::CudaHostBackend::id(stream_); });
     auto again = allocator->allocate(kBytes);  // outside capture: warns once, still the private pool
     EXPECT_NE(again.ptr, a.ptr) << "a block a graph may replay was handed out again";
     allocator->free(again.ctx);
@@ -168,7 +168,7 @@ TEST_F(HostAllocatorGpu, ABlockUsedDuringGraphCaptureIsNeverRecycled) {
 // thread that polled would leave an event behind and the backend would
 // create one more per thread.
 TEST_F(HostAllocatorGpu, EventsComeBackFromThreadsThatExit) {
-  std::shared_ptr<gb::CudaHostBackend> backend;
+  std::shared_ptr<gcu::CudaHostBackend> backend;
   auto allocator = make("", &backend);
   for (int i = 0; i < 64; ++i) std::thread([&] { cycle_one_event(*allocator); }).join();
   EXPECT_EQ(backend->events_created(), 1u);
@@ -179,7 +179,7 @@ TEST_F(HostAllocatorGpu, EventsComeBackFromThreadsThatExit) {
 // find it; one whose backend is gone is dropped (its events went with it).
 // Fresh threads: the test runner's own may hold a spare from an earlier test.
 TEST_F(HostAllocatorGpu, ASpareEventGoesBackToItsOwnBackend) {
-  std::shared_ptr<gb::CudaHostBackend> first, second;
+  std::shared_ptr<gcu::CudaHostBackend> first, second;
   auto a = make("", &first);
   auto b = make("", &second);
   std::thread([&] {

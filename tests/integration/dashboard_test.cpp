@@ -1,5 +1,5 @@
 // The Grafana dashboard and the alert rules against the metric contract: the
-// families the code registers (read from core/ and exporters/, not listed
+// families the code registers (read from the four libraries, not listed
 // here), their types, and the dashboard's own variables.
 #include <gtest/gtest.h>
 
@@ -38,7 +38,7 @@ const std::map<std::string, std::string>& families_in_code() {
   static const std::map<std::string, std::string> families = [] {
     static const std::regex call(R"re(\b(counter|gauge|up_down_counter|histogram)\(\s*"(glassbox_[a-z0-9_]+)")re");
     std::map<std::string, std::string> out;
-    for (const char* dir : {"instrumentation", "core", "exporters"}) {
+    for (const char* dir : {"instrumentation", "core", "cuda", "exporters"}) {
       for (const auto& e : fs::recursive_directory_iterator(kSource / dir)) {
         const auto ext = e.path().extension();
         if (ext != ".cpp" && ext != ".hpp") continue;

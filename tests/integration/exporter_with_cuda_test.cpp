@@ -5,11 +5,11 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include "glassbox/backend/cuda_check.hpp"
+#include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/exporters/prometheus_exporter.hpp"
 
 TEST(ExporterWithCuda, ServesMetricsWithCublasLoaded) {
-  (void)glassbox::backend::cuda_device_count();  // keeps the CUDA libraries linked and loaded
+  (void)glassbox::cuda::cuda_device_count();  // keeps the CUDA libraries linked and loaded
   glassbox::metrics::Registry registry;
   registry.counter("test_loaded_total", "x").with().inc(3);
   glassbox::exporters::PrometheusExporter exporter({"127.0.0.1:0", &registry});

@@ -11,19 +11,19 @@
 #include <fstream>
 #include <thread>
 
-#include "glassbox/backend/fake_handle.hpp"
+#include "glassbox/sim/fake_handle.hpp"
 #include "glassbox/error.hpp"
 #include "glassbox/exporters/prometheus_exporter.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
 #include "prometheus_text.hpp"
 #include "run_command.hpp"
 
-namespace gb = glassbox::backend;
+namespace gs = glassbox::sim;
 namespace ge = glassbox::exporters;
 namespace gm = glassbox::metrics;
 using glassbox::testing::find_sample;
 using glassbox::testing::parse_prometheus_text;
-using Pool = glassbox::handle_pool::DeviceThreadHandlePool<gb::FakeHandleFactory>;
+using Pool = glassbox::handle_pool::DeviceThreadHandlePool<gs::FakeHandleFactory>;
 
 namespace {
 
@@ -58,7 +58,7 @@ TEST(MetricsHttp, ScrapeShowsTheHandlePoolsMetricsWithTheRightValues) {
   gm::Registry registry;
   ge::PrometheusExporter exporter({"127.0.0.1:0", &registry});
   ASSERT_GT(exporter.port(), 0);
-  auto pool = Pool::create(gb::FakeHandleFactory("cublas"), registry);
+  auto pool = Pool::create(gs::FakeHandleFactory("cublas"), registry);
   churn(*pool, 50, 6);
 
   auto samples = parse_prometheus_text(scrape(exporter));
@@ -82,7 +82,7 @@ TEST(MetricsHttp, ScrapeShowsTheHandlePoolsMetricsWithTheRightValues) {
 TEST(MetricsHttp, ScrapeSeesLiveValuesWhileThreadsHoldHandles) {
   gm::Registry registry;
   ge::PrometheusExporter exporter({"127.0.0.1:0", &registry});
-  auto pool = Pool::create(gb::FakeHandleFactory("cudnn"), registry);
+  auto pool = Pool::create(gs::FakeHandleFactory("cudnn"), registry);
   std::barrier hold(4), release(4);
   std::vector<std::thread> ts;
   for (int t = 0; t < 3; ++t) {
@@ -107,7 +107,7 @@ TEST(MetricsHttp, PromtoolLintsTheScrapeCleanly) {
       << "promtool not found at configure time; run scripts/install-deps (Debian package 'prometheus')";
   gm::Registry registry;
   ge::PrometheusExporter exporter({"127.0.0.1:0", &registry});
-  auto pool = Pool::create(gb::FakeHandleFactory("cublaslt"), registry);
+  auto pool = Pool::create(gs::FakeHandleFactory("cublaslt"), registry);
   churn(*pool, 5, 3);
   auto path = std::filesystem::temp_directory_path() / ("glassbox-scrape-" + std::to_string(::getpid()) + ".txt");
   std::ofstream(path) << scrape(exporter);
@@ -123,7 +123,7 @@ TEST(MetricsHttp, PromtoolLintsTheScrapeCleanly) {
 TEST(MetricsHttp, KeptAliveScrapesDoNotWaitForDelayedAcks) {
   gm::Registry registry;
   ge::PrometheusExporter exporter({"127.0.0.1:0", &registry});
-  auto pool = Pool::create(gb::FakeHandleFactory("cublas"), registry);
+  auto pool = Pool::create(gs::FakeHandleFactory("cublas"), registry);
   churn(*pool, 1, 2);
   httplib::Client client("127.0.0.1", exporter.port());
   client.set_keep_alive(true);

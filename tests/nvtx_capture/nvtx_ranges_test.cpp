@@ -16,11 +16,11 @@
 
 #include "glassbox/autograd/autograd.hpp"
 #include "glassbox/autograd/ops.hpp"
-#include "glassbox/backend/fake_handle.hpp"
-#include "glassbox/backend/sim_stream.hpp"
+#include "glassbox/sim/fake_handle.hpp"
+#include "glassbox/sim/sim_stream.hpp"
 #include "glassbox/cudnn/cudnn_wrapper.hpp"
 #include "glassbox/cudnn/sim_cudnn_backend.hpp"
-#include "glassbox/backend/sim_host_backend.hpp"
+#include "glassbox/host_allocator/sim_host_backend.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/metrics/registry.hpp"
@@ -32,7 +32,7 @@ namespace {
 
 using Event = glassbox_nvtx_event;
 using glassbox::nvtx::Category;
-using Pool = glassbox::handle_pool::DeviceThreadHandlePool<glassbox::backend::FakeHandleFactory>;
+using Pool = glassbox::handle_pool::DeviceThreadHandlePool<glassbox::sim::FakeHandleFactory>;
 
 constexpr std::string_view kDomain = "glassbox";
 constexpr std::string_view kCublasCreate = "glassbox.handle_pool.create:cublas";
@@ -141,7 +141,7 @@ TEST_F(NvtxCapture, DomainIsCreatedOnceAndNamesHandlePoolCategory) {
 
 TEST_F(NvtxCapture, HandleCreationIsANamedRangeOnTheCallingThread) {
   glassbox::metrics::Registry registry;
-  auto pool = Pool::create(glassbox::backend::FakeHandleFactory("cublas"), registry);
+  auto pool = Pool::create(glassbox::sim::FakeHandleFactory("cublas"), registry);
   auto first = pool->reserve(0);
 
   auto pushes = recorded(GLASSBOX_NVTX_PUSH, kCublasCreate);
@@ -163,7 +163,7 @@ TEST_F(NvtxCapture, HandleCreationIsANamedRangeOnTheCallingThread) {
 
 TEST_F(NvtxCapture, NewThreadCreatesItsOwnHandleInItsOwnRange) {
   glassbox::metrics::Registry registry;
-  auto pool = Pool::create(glassbox::backend::FakeHandleFactory("cublas"), registry);
+  auto pool = Pool::create(glassbox::sim::FakeHandleFactory("cublas"), registry);
   auto mine = pool->reserve(0);
   Pool::handle_type theirs = 0;
   std::uint64_t worker = 0;
@@ -243,7 +243,7 @@ TEST_F(NvtxCapture, StartedRangeEndsOnAnotherThread) {
 // the calling thread around everything the closure queues.
 TEST_F(NvtxCapture, EveryCudnnStateExecuteIsARangeNamedAfterItsState) {
   namespace gc = glassbox::cudnn;
-  using glassbox::backend::SimStream;
+  using glassbox::sim::SimStream;
   constexpr std::string_view kExecute = "glassbox.cudnn.execute[device=1,state=3]";
   glassbox::metrics::Registry registry;
   gc::CudnnStates<gc::SimCudnnBackend> states(
@@ -300,7 +300,7 @@ TEST_F(NvtxCapture, HostAllocatorBackendCallsAndEmptyCacheAreRanges) {
   gha::HostAllocatorOptions o;
   o.config = gha::HostAllocatorConfig::parse("thread_cache:0");
   o.registry = &registry;
-  gha::CachingHostAllocator allocator(std::make_shared<glassbox::backend::SimHostBackend>(), o);
+  gha::CachingHostAllocator allocator(std::make_shared<glassbox::host_allocator::SimHostBackend>(), o);
   allocator.free(allocator.allocate(4096).ctx);  // new block: one backend_alloc
   allocator.free(allocator.allocate(4096).ctx);  // cached: no range
   allocator.empty_cache();                       // empty_cache around one backend_free

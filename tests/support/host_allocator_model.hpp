@@ -21,17 +21,17 @@
 #include <utility>
 #include <vector>
 
-#include "glassbox/backend/sim_host_backend.hpp"
+#include "glassbox/host_allocator/sim_host_backend.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "metric_value.hpp"
 
 namespace glassbox::testing {
 
-namespace gb = glassbox::backend;
+namespace gs = glassbox::sim;
 namespace gha = glassbox::host_allocator;
 namespace gm = glassbox::metrics;
-using gb::SimHostBackend;
-using gb::SimStream;
+using gha::SimHostBackend;
+using gs::SimStream;
 
 /// The allocator did something the model did not predict.
 class ModelMismatch : public std::runtime_error {
@@ -164,7 +164,7 @@ class ModelHarness {
     std::size_t allocations_before = backend_->allocations();
     gha::HostAllocation a;
     {
-      std::optional<gb::SimStreamGuard> guard;
+      std::optional<gha::SimStreamGuard> guard;
       if (capturing_) guard.emplace(streams_[kCaptureStream]);
       a = allocator_->allocate(request);
     }

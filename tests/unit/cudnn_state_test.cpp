@@ -26,7 +26,7 @@
 namespace gc = glassbox::cudnn;
 namespace gm = glassbox::metrics;
 namespace gt = glassbox::trace;
-using glassbox::backend::SimStream;
+using glassbox::sim::SimStream;
 using State = gc::CudnnState<gc::SimCudnnBackend>;
 using Wrapper = gc::CudnnWrapper<gc::SimCudnnBackend>;
 using namespace std::chrono_literals;

@@ -10,25 +10,25 @@
 #include <random>
 #include <thread>
 
-#include "glassbox/backend/fake_handle.hpp"
+#include "glassbox/sim/fake_handle.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
 #include "glassbox/trace/in_memory_span_processor.hpp"
 
-namespace gb = glassbox::backend;
+namespace gs = glassbox::sim;
 namespace gh = glassbox::handle_pool;
 namespace gm = glassbox::metrics;
-using Pool = gh::DeviceThreadHandlePool<gb::FakeHandleFactory>;
+using Pool = gh::DeviceThreadHandlePool<gs::FakeHandleFactory>;
 
 namespace {
 
 struct Fixture {
   gm::Registry registry;
-  std::shared_ptr<gb::FakeHandleState> state = [] {
-    auto s = std::make_shared<gb::FakeHandleState>();
+  std::shared_ptr<gs::FakeHandleState> state = [] {
+    auto s = std::make_shared<gs::FakeHandleState>();
     s->device_count = 2;
     return s;
   }();
-  std::shared_ptr<Pool> pool = Pool::create(gb::FakeHandleFactory("fake", state), registry);
+  std::shared_ptr<Pool> pool = Pool::create(gs::FakeHandleFactory("fake", state), registry);
 
   double metric(const std::string& name, int device) const {
     auto snap = registry.snapshot();
@@ -152,7 +152,7 @@ TEST(HandlePool, AThreadExitingAfterAtexitDoesNotCrash) {
           release = true;
           holder->join();
         });
-        static auto pool = Pool::create(gb::FakeHandleFactory("fake"), gm::Registry::global());
+        static auto pool = Pool::create(gs::FakeHandleFactory("fake"), gm::Registry::global());
         std::latch reserved(1);
         holder = new std::thread([&] {
           pool->reserve(0);

@@ -9,11 +9,11 @@
 #include <random>
 #include <thread>
 
-#include "glassbox/backend/sim_host_backend.hpp"
-#include "biased_lock.hpp"
+#include "glassbox/host_allocator/sim_host_backend.hpp"
+#include "glassbox/host_allocator/detail/biased_lock.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 
-namespace gb = glassbox::backend;
+namespace gs = glassbox::sim;
 namespace gha = glassbox::host_allocator;
 namespace gm = glassbox::metrics;
 
@@ -22,13 +22,13 @@ namespace {
 void stress(const char* conf) {
   constexpr int kThreads = 16, kOps = 3000;
   gm::Registry registry;
-  auto backend = std::make_shared<gb::SimHostBackend>();
+  auto backend = std::make_shared<gha::SimHostBackend>();
   gha::HostAllocatorOptions o;
   o.config = gha::HostAllocatorConfig::parse(conf);
   o.registry = &registry;
   gha::CachingHostAllocator allocator(backend, o);
-  std::array<gb::SimStream, 4> streams{gb::SimStream(gb::SimStream::Mode::worker), gb::SimStream(gb::SimStream::Mode::worker),
-                                       gb::SimStream(gb::SimStream::Mode::worker), gb::SimStream(gb::SimStream::Mode::worker)};
+  std::array<gs::SimStream, 4> streams{gs::SimStream(gs::SimStream::Mode::worker), gs::SimStream(gs::SimStream::Mode::worker),
+                                       gs::SimStream(gs::SimStream::Mode::worker), gs::SimStream(gs::SimStream::Mode::worker)};
   std::mutex handoff_mu;
   std::vector<gha::HostAllocation> handoff;  // allocated by one thread, freed by another
   std::atomic<std::int64_t> requests{0};
@@ -46,7 +46,7 @@ void stress(const char* conf) {
         if (rng() % 3 == 0) {
           auto& s = streams[rng() % streams.size()];
           s.enqueue([] {});
-          allocator.record_stream(a.ptr, a.ctx, gb::SimHostBackend::id(s));
+          allocator.record_stream(a.ptr, a.ctx, gha::SimHostBackend::id(s));
         }
         if (rng() % 5 == 0) {
           std::lock_guard lock(handoff_mu);
@@ -101,7 +101,7 @@ void stress(const char* conf) {
 void drain_while_owners_run() {
   constexpr int kThreads = 8, kPairs = 20000;
   gm::Registry registry;
-  auto backend = std::make_shared<gb::SimHostBackend>();
+  auto backend = std::make_shared<gha::SimHostBackend>();
   gha::HostAllocatorOptions o;
   o.registry = &registry;
   gha::CachingHostAllocator allocator(backend, o);

@@ -5,15 +5,15 @@
 #include <set>
 #include <thread>
 
-#include "glassbox/backend/sim_host_backend.hpp"
+#include "glassbox/host_allocator/sim_host_backend.hpp"
 #include "glassbox/error.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 
-namespace gb = glassbox::backend;
+namespace gs = glassbox::sim;
 namespace gha = glassbox::host_allocator;
 namespace gm = glassbox::metrics;
-using gb::SimHostBackend;
-using gb::SimStream;
+using gha::SimHostBackend;
+using gs::SimStream;
 
 namespace {
 
@@ -191,12 +191,12 @@ TEST(HostAllocator, CapturePoolsAreKeptApartFromTheDefaultPool) {
   f.allocator->begin_allocate_to_pool(pool, [&](gha::StreamId s) { return s == SimHostBackend::id(capture); });
   gha::HostAllocation in_pool;
   {
-    gb::SimStreamGuard g(capture);
+    gha::SimStreamGuard g(capture);
     in_pool = f.allocator->allocate(256);
   }
   EXPECT_NE(in_pool.ptr, def.ptr);  // not from the default pool
   {
-    gb::SimStreamGuard g(other);  // filter says no: default pool
+    gha::SimStreamGuard g(other);  // filter says no: default pool
     auto d = f.allocator->allocate(256);
     EXPECT_EQ(d.ptr, def.ptr);
     f.allocator->free(d.ctx);
@@ -223,7 +223,7 @@ TEST(HostAllocator, ABlockUsedDuringCaptureIsNeverRecycled) {
   f.allocator->begin_allocate_to_pool(pool, [](gha::StreamId) { return true; });
   gha::HostAllocation used, unused;
   {
-    gb::SimStreamGuard g(capture);
+    gha::SimStreamGuard g(capture);
     used = f.allocator->allocate(128);
     unused = f.allocator->allocate(128);
   }
@@ -233,7 +233,7 @@ TEST(HostAllocator, ABlockUsedDuringCaptureIsNeverRecycled) {
   EXPECT_EQ(f.backend->live_events(), 0u);  // nothing recorded during capture
   capture.run_until_blocked();
   {
-    gb::SimStreamGuard g(capture);
+    gha::SimStreamGuard g(capture);
     auto again = f.allocator->allocate(128);
     EXPECT_EQ(again.ptr, unused.ptr);  // the unused one is reusable
     auto third = f.allocator->allocate(128);
@@ -247,7 +247,7 @@ TEST(HostAllocator, AllocatingToAPrivatePoolOutsideCaptureWarnsOnce) {
   Fixture f;
   SimStream s;  // not capturing
   f.allocator->begin_allocate_to_pool({3, 0}, [](gha::StreamId) { return true; });
-  gb::SimStreamGuard g(s);
+  gha::SimStreamGuard g(s);
   f.allocator->free(f.allocator->allocate(10).ctx);
   f.allocator->free(f.allocator->allocate(10).ctx);
   ASSERT_EQ(f.warnings.size(), 1u);

@@ -5,11 +5,11 @@
 #include <thread>
 #include <vector>
 
-#include "glassbox/backend/sim_stream.hpp"
+#include "glassbox/sim/sim_stream.hpp"
 #include "glassbox/error.hpp"
 
-using glassbox::backend::SimEvent;
-using glassbox::backend::SimStream;
+using glassbox::sim::SimEvent;
+using glassbox::sim::SimStream;
 
 TEST(SimStream, RunsItemsInOrderOnlyWhenStepped) {
   SimStream s;

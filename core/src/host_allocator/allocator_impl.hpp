@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
-#include "biased_lock.hpp"
+#include "glassbox/host_allocator/detail/biased_lock.hpp"
 #include "spin_lock.hpp"
 
 namespace glassbox::host_allocator {

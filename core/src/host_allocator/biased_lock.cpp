@@ -1,4 +1,4 @@
-#include "biased_lock.hpp"
+#include "glassbox/host_allocator/detail/biased_lock.hpp"
 
 #include <cstdlib>
 #include <exception>

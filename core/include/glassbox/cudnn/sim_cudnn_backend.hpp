@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "glassbox/backend/fake_handle.hpp"
-#include "glassbox/backend/sim_stream.hpp"
+#include "glassbox/sim/fake_handle.hpp"
+#include "glassbox/sim/sim_stream.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
 #include "glassbox/metrics/registry.hpp"
 
@@ -29,7 +29,7 @@ namespace glassbox::cudnn {
 
 struct SimCudnnOptions {
   int device_count = 1;
-  backend::SimStream::Mode state_streams = backend::SimStream::Mode::worker;
+  sim::SimStream::Mode state_streams = sim::SimStream::Mode::worker;
 };
 
 /// What a SimCudnnBackend has created and not yet destroyed.
@@ -42,10 +42,10 @@ struct SimCudnnLive {
 
 class SimCudnnBackend {
  public:
-  using stream_type = backend::SimStream*;
-  using event_type = backend::SimEvent;
+  using stream_type = sim::SimStream*;
+  using event_type = sim::SimEvent;
   using handle_type = std::uint64_t;
-  using InlinePool = handle_pool::DeviceThreadHandlePool<backend::FakeHandleFactory>;
+  using InlinePool = handle_pool::DeviceThreadHandlePool<sim::FakeHandleFactory>;
 
   /// Sim devices have no "current device".
   struct device_guard {

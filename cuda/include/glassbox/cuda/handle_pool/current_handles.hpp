@@ -1,0 +1,31 @@
+#pragma once
+// The calling thread's cuBLAS, cuBLASLt and cuDNN handles, from process-wide
+// pools that live until the process ends (like PyTorch's: handles are never
+// destroyed during exit, when the CUDA context may already be gone).
+//
+// current_cublas_handle() also binds the handle to `stream` and gives it a
+// workspace of its own for that stream (size from CUBLAS_WORKSPACE_CONFIG,
+// default 32 MiB), as PyTorch does; a thread that keeps using one stream pays
+// for neither again. Do not call cublasSetStream on these handles yourself.
+#include "glassbox/cuda/handle_pool/cuda_handle_factories.hpp"
+#include "glassbox/handle_pool/device_thread_handle_pool.hpp"
+
+namespace glassbox::handle_pool {
+
+using CublasPool = DeviceThreadHandlePool<cuda::CublasFactory>;
+using CublasLtPool = DeviceThreadHandlePool<cuda::CublasLtFactory>;
+using CudnnPool = DeviceThreadHandlePool<cuda::CudnnFactory>;
+
+CublasPool& cublas_pool();
+CublasLtPool& cublaslt_pool();
+CudnnPool& cudnn_pool();
+
+cublasHandle_t current_cublas_handle(int device, cudaStream_t stream);
+cublasLtHandle_t current_cublaslt_handle(int device);
+cudnnHandle_t current_cudnn_handle(int device, cudaStream_t stream);
+
+/// Bytes of the per-(handle, stream) cuBLAS workspace: CUBLAS_WORKSPACE_CONFIG
+/// (":KiB:count" pairs, summed) or 32 MiB. A malformed value throws ConfigError.
+std::size_t cublas_workspace_bytes();
+
+}  // namespace glassbox::handle_pool

@@ -1,0 +1,84 @@
+#pragma once
+// The host allocator's CUDA backend: pinned memory from cudaHostAlloc (or
+// malloc + cudaHostRegister), events from a per-device pool of reusable
+// timing-free events (each thread keeps the one it gave back last), stream
+// capture state from cudaStreamIsCapturing.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "glassbox/host_allocator/host_backend.hpp"
+
+namespace glassbox::cuda {
+
+class CudaHostBackend final : public host_allocator::HostBackend {
+ public:
+  /// `register_threads` threads touch a large block's pages before
+  /// cudaHostRegister pins it, when `use_host_register` is set.
+  CudaHostBackend(bool use_host_register, int register_threads);
+  ~CudaHostBackend() override;
+
+  static host_allocator::StreamId id(cudaStream_t s) noexcept { return reinterpret_cast<host_allocator::StreamId>(s); }
+  /// The calling thread's current stream for allocations (default: the legacy default stream).
+  static void set_current_stream(cudaStream_t s) noexcept;
+
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* ptr, std::size_t bytes) noexcept override;
+  host_allocator::EventId record_event(host_allocator::StreamId stream) override;
+  bool query_event(host_allocator::EventId event) override;
+  void release_event(host_allocator::EventId event) noexcept override;
+  host_allocator::StreamId current_stream() const override;
+  bool is_capturing(host_allocator::StreamId stream) const override;
+  std::string name() const override { return "cuda"; }
+  /// Events this backend has created: each is reused once its poll finds it
+  /// complete, so this stays near the most ever pending at once.
+  std::size_t events_created() const;
+
+ private:
+  void* allocate_registered(std::size_t bytes);
+
+  // An EventId points at one of these; they live as long as the backend.
+  struct PooledEvent {
+    cudaEvent_t event;
+    int device;
+  };
+  PooledEvent* take_event(int device);
+  void push_free(PooledEvent* e);  // onto its device's list, under mu_
+
+  // A thread's spare event (cuda_host_backend.cpp): the one it gave back
+  // last, taken again by its next record without mu_.
+  struct SpareEvent;
+  static thread_local SpareEvent spare_;
+  // Gives an event back to the backend with that serial, if it still exists.
+  static void return_to_owner(std::uint64_t owner, PooledEvent* e) noexcept;
+
+  const std::uint64_t serial_;  // never reused: names this backend in spare_ and the live registry
+  const bool use_host_register_;
+  const int register_threads_;
+  mutable std::mutex mu_;
+  std::vector<std::vector<PooledEvent*>> free_events_;  // per device
+  std::vector<std::unique_ptr<PooledEvent>> all_events_;
+};
+
+/// Makes `s` the calling thread's current stream for the CUDA host backend.
+class CudaStreamGuard {
+ public:
+  explicit CudaStreamGuard(cudaStream_t s) noexcept;
+  ~CudaStreamGuard();
+  CudaStreamGuard(const CudaStreamGuard&) = delete;
+  CudaStreamGuard& operator=(const CudaStreamGuard&) = delete;
+
+ private:
+  cudaStream_t previous_;
+};
+
+/// The process-wide pinned-memory allocator on the CUDA backend, configured
+/// from GLASSBOX_HOST_ALLOC_CONF. Never destroyed (pinned memory is returned
+/// by the driver at exit; freeing it during exit can crash).
+host_allocator::CachingHostAllocator& cuda_host_allocator();
+
+}  // namespace glassbox::cuda

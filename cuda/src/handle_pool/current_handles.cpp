@@ -1,0 +1,147 @@
+#include "glassbox/cuda/handle_pool/current_handles.hpp"
+
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace glassbox::handle_pool {
+
+namespace {
+
+// Leaked: threads may return handles after static destruction began.
+template <class Pool>
+Pool& leaked_pool() {
+  static auto* p = new std::shared_ptr<Pool>(Pool::create());
+  return **p;
+}
+
+// Which stream each of a thread's handles (one per device) is bound to.
+template <class Handle>
+struct Binding {
+  Handle handle = nullptr;
+  cudaStream_t stream = nullptr;
+  bool bound = false;
+};
+
+// The thread's last (device, stream) -> handle answer. Valid for the thread's
+// whole life: the process-wide pools never take a lent handle back, and the
+// handle stays bound to that stream until this thread asks for another.
+template <class Handle>
+struct LastAnswer {
+  int device = -1;
+  cudaStream_t stream = nullptr;
+  Handle handle = nullptr;
+};
+
+std::size_t parse_workspace_config(const std::string& v) {
+  // ":SIZE_KiB:COUNT" repeated, e.g. ":4096:8" or ":4096:2:16:8".
+  std::size_t total = 0, pos = 0;
+  auto fail = [&]() -> std::size_t {
+    throw ConfigError("CUBLAS_WORKSPACE_CONFIG='" + v +
+                      "' is not accepted; expected ':SIZE_KiB:COUNT' pairs such as ':4096:8' or ':4096:2:16:8'");
+  };
+  if (v.empty()) return fail();
+  while (pos < v.size()) {
+    std::size_t nums[2];
+    for (auto& n : nums) {
+      if (v[pos] != ':') return fail();
+      std::size_t end = v.find(':', pos + 1);
+      std::string digits = v.substr(pos + 1, end == std::string::npos ? std::string::npos : end - pos - 1);
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return fail();
+      n = std::stoull(digits);
+      pos = end == std::string::npos ? v.size() : end;
+      if (pos == v.size() && &n == &nums[0]) return fail();
+    }
+    total += nums[0] * 1024 * nums[1];
+  }
+  return total;
+}
+
+void* workspace_for(cublasHandle_t h, cudaStream_t s, int device) {
+  static std::mutex mu;
+  static auto* spaces = new std::map<std::pair<cublasHandle_t, cudaStream_t>, void*>;
+  std::lock_guard lock(mu);
+  void*& ws = (*spaces)[{h, s}];
+  if (ws == nullptr) {
+    cuda::DeviceGuard guard(device);
+    cuda::check_cuda(cudaMalloc(&ws, cublas_workspace_bytes()), "cudaMalloc (cuBLAS workspace)");
+  }
+  return ws;
+}
+
+}  // namespace
+
+CublasPool& cublas_pool() { return leaked_pool<CublasPool>(); }
+CublasLtPool& cublaslt_pool() { return leaked_pool<CublasLtPool>(); }
+CudnnPool& cudnn_pool() { return leaked_pool<CudnnPool>(); }
+
+std::size_t cublas_workspace_bytes() {
+  static const std::size_t bytes = [] {
+    const char* v = std::getenv("CUBLAS_WORKSPACE_CONFIG");
+    return v ? parse_workspace_config(v) : std::size_t{32} << 20;
+  }();
+  return bytes;
+}
+
+namespace {
+
+thread_local constinit LastAnswer<cublasHandle_t> tl_last_cublas;
+thread_local constinit LastAnswer<cudnnHandle_t> tl_last_cudnn;
+
+void bind_cublas(cublasHandle_t h, cudaStream_t stream, int device) {
+  cuda::DeviceGuard guard(device);
+  cuda::check_cublas(cublasSetStream(h, stream), "cublasSetStream");
+  // cublasSetStream drops any user workspace, so set ours after it.
+  cuda::check_cublas(cublasSetWorkspace(h, workspace_for(h, stream, device), cublas_workspace_bytes()),
+                        "cublasSetWorkspace");
+}
+
+void bind_cudnn(cudnnHandle_t h, cudaStream_t stream, int) {
+  cuda::check_cudnn(cudnnSetStream(h, stream), "cudnnSetStream");
+}
+
+// Reserves the thread's handle for `device` and binds it to `stream` unless
+// it already is; remembers the answer for the next call's fast path.
+template <class Handle, class Pool, class Bind>
+Handle reserve_bound(Pool& pool, int device, cudaStream_t stream, LastAnswer<Handle>& last, Bind bind) {
+  thread_local std::vector<Binding<Handle>> bindings;
+  Handle h = pool.reserve(device);
+  auto d = static_cast<std::size_t>(device);
+  if (bindings.size() <= d) bindings.resize(d + 1);
+  Binding<Handle>& b = bindings[d];
+  if (!b.bound || b.handle != h || b.stream != stream) {
+    bind(h, stream, device);
+    b = {h, stream, true};
+  }
+  last = {device, stream, h};
+  return h;
+}
+
+// Out of line, so the fast paths below stay leaves with no register spills.
+[[gnu::noinline]] cublasHandle_t cublas_slow(int device, cudaStream_t stream) {
+  return reserve_bound(cublas_pool(), device, stream, tl_last_cublas, bind_cublas);
+}
+
+[[gnu::noinline]] cudnnHandle_t cudnn_slow(int device, cudaStream_t stream) {
+  return reserve_bound(cudnn_pool(), device, stream, tl_last_cudnn, bind_cudnn);
+}
+
+}  // namespace
+
+cublasHandle_t current_cublas_handle(int device, cudaStream_t stream) {
+  const auto& last = tl_last_cublas;
+  if (last.handle != nullptr && last.device == device && last.stream == stream) [[likely]] return last.handle;
+  return cublas_slow(device, stream);
+}
+
+cublasLtHandle_t current_cublaslt_handle(int device) { return cublaslt_pool().reserve(device); }
+
+cudnnHandle_t current_cudnn_handle(int device, cudaStream_t stream) {
+  const auto& last = tl_last_cudnn;
+  if (last.handle != nullptr && last.device == device && last.stream == stream) [[likely]] return last.handle;
+  return cudnn_slow(device, stream);
+}
+
+}  // namespace glassbox::handle_pool
