@@ -14,10 +14,10 @@
 #include <thread>
 
 #include "bench_util.hpp"
-#include "glassbox/sim/sim_stream.hpp"
 #include "glassbox/cudnn/cudnn_wrapper.hpp"
 #include "glassbox/cudnn/sim_cudnn_backend.hpp"
 #include "glassbox/metrics/registry.hpp"
+#include "glassbox/sim/sim_stream.hpp"
 #if GLASSBOX_HAVE_CUDA
 #include "glassbox/cuda/cudnn/cuda_cudnn_backend.hpp"
 #endif
@@ -113,8 +113,7 @@ void BM_SimWithCudnnState(benchmark::State& state, bool shared) {
   w.with_cudnn_state(index, [&](auto& s) { state_stream = s.stream(); });
   auto drain = [&] {
     std::lock_guard lock(drain_mu);
-    while (state_stream->run_until_blocked() + caller.run_until_blocked() > 0) {
-    }
+    while (state_stream->run_until_blocked() + caller.run_until_blocked() > 0) {}
   };
   // Until every wait on the caller's stream has run: only then does no item
   // on the shared state stream depend on this caller any more, so the stream

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "glassbox/sim/fake_handle.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
 #include "glassbox/metrics/registry.hpp"
+#include "glassbox/sim/fake_handle.hpp"
 
 namespace {
 
@@ -30,8 +30,7 @@ glassbox::metrics::Registry& bench_registry() {
 // One pool for every benchmark and thread, as in a process: handles given back
 // by one run's threads are reused by the next run's.
 Pool& pool() {
-  static const std::shared_ptr<Pool> p =
-      Pool::create(glassbox::sim::FakeHandleFactory("bench"), bench_registry());
+  static const std::shared_ptr<Pool> p = Pool::create(glassbox::sim::FakeHandleFactory("bench"), bench_registry());
   return *p;
 }
 

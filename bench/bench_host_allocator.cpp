@@ -5,8 +5,8 @@
 #include <benchmark/benchmark.h>
 
 #include "bench_util.hpp"
-#include "glassbox/host_allocator/sim_host_backend.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "glassbox/host_allocator/sim_host_backend.hpp"
 
 #include <map>
 #include <mutex>

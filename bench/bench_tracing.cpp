@@ -47,7 +47,8 @@ class LoopbackCollector {
  public:
   LoopbackCollector() {
     server_.set_tcp_nodelay(true);
-    server_.Post("/v1/traces", [](const httplib::Request&, httplib::Response& res) { res.set_content("{}", "application/json"); });
+    server_.Post("/v1/traces",
+                 [](const httplib::Request&, httplib::Response& res) { res.set_content("{}", "application/json"); });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     while (!server_.is_running()) std::this_thread::yield();
@@ -118,7 +119,9 @@ void recorded_span(benchmark::State& state, MakeExporter make_exporter, const ch
   double exported_before = counter("glassbox_spans_exported_total", exporter);
   for (auto _ : state) {
     gt::Span s("glassbox.handle_pool.create");
-    s.set_attribute("glassbox.device", 3).set_attribute("glassbox.library", "cublas").set_attribute("glassbox.reused", true);
+    s.set_attribute("glassbox.device", 3)
+        .set_attribute("glassbox.library", "cublas")
+        .set_attribute("glassbox.reused", true);
   }
   uninstall(*p);
   double dropped = counter("glassbox_spans_dropped_total", exporter, "queue_full") - dropped_before;
@@ -128,18 +131,22 @@ void recorded_span(benchmark::State& state, MakeExporter make_exporter, const ch
 }
 
 void BM_SpanRecordedDiscardExport(benchmark::State& state) {
-  recorded_span(state, [] { return std::make_unique<DiscardExporter>(); }, "discard");
+  recorded_span(
+      state, [] { return std::make_unique<DiscardExporter>(); }, "discard");
 }
 BENCHMARK(BM_SpanRecordedDiscardExport);
 
 void BM_SpanRecordedOtlpExport(benchmark::State& state) {
   LoopbackCollector collector;
-  recorded_span(state, [&] {
-    ge::OtlpHttpOptions o;
-    o.url = collector.url();
-    o.registry = &bench_registry();
-    return std::make_unique<ge::OtlpHttpExporter>(o);
-  }, "otlp");
+  recorded_span(
+      state,
+      [&] {
+        ge::OtlpHttpOptions o;
+        o.url = collector.url();
+        o.registry = &bench_registry();
+        return std::make_unique<ge::OtlpHttpExporter>(o);
+      },
+      "otlp");
 }
 BENCHMARK(BM_SpanRecordedOtlpExport);
 
@@ -154,8 +161,8 @@ std::vector<gt::SpanData> batch_of_spans(std::size_t n) {
     s.start_unix_ns = 1'763'800'000'000'000'000ULL;
     s.end_unix_ns = s.start_unix_ns + 2'000'000;
     s.thread_id = 4242;
-    s.attributes = {{"glassbox.device", std::int64_t{3}}, {"glassbox.library", std::string("cublas")},
-                    {"glassbox.reused", true}};
+    s.attributes = {
+        {"glassbox.device", std::int64_t{3}}, {"glassbox.library", std::string("cublas")}, {"glassbox.reused", true}};
   }
   return spans;
 }

@@ -21,8 +21,8 @@ void check_cuda(cudaError_t status, const char* call) {
 
 void check_cublas(cublasStatus_t status, const char* call) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  throw BackendError(std::string(call) + " failed" + current_device_text() + ": " + cublasGetStatusName(status) +
-                     " (" + cublasGetStatusString(status) + ")");
+  throw BackendError(std::string(call) + " failed" + current_device_text() + ": " + cublasGetStatusName(status) + " (" +
+                     cublasGetStatusString(status) + ")");
 }
 
 void check_cudnn(cudnnStatus_t status, const char* call) {

@@ -2,9 +2,9 @@
 
 #include "glassbox/autograd/use_cuda.hpp"
 #include "glassbox/cuda/cuda_check.hpp"
+#include "glassbox/cuda/handle_pool/current_handles.hpp"
 #include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
 #include "glassbox/error.hpp"
-#include "glassbox/cuda/handle_pool/current_handles.hpp"
 
 namespace glassbox::demo {
 
@@ -22,8 +22,6 @@ std::string CudaRuntime::description() const {
   return "cuda (GPU " + std::to_string(kTrainingDevice) + " of " + std::to_string(devices_) + ")";
 }
 
-host_allocator::HostStats CudaRuntime::host_stats() const {
-  return cuda::cuda_host_allocator().stats();
-}
+host_allocator::HostStats CudaRuntime::host_stats() const { return cuda::cuda_host_allocator().stats(); }
 
 }  // namespace glassbox::demo

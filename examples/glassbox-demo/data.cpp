@@ -29,10 +29,18 @@ void SyntheticImages::draw(int label, float* image) {
     for (int w = 0; w < 2; ++w) {
       int row = 0, col = 0;
       switch (label) {
-        case 0: row = at + w, col = i; break;                                // horizontal
-        case 1: row = i, col = at + w; break;                                // vertical
-        case 2: row = i, col = (i + at + w) % kSize; break;                  // diagonal, wrapping
-        default: row = i, col = (kSize - 1 - i + at + w) % kSize; break;     // anti-diagonal, wrapping
+        case 0:
+          row = at + w, col = i;
+          break;  // horizontal
+        case 1:
+          row = i, col = at + w;
+          break;  // vertical
+        case 2:
+          row = i, col = (i + at + w) % kSize;
+          break;  // diagonal, wrapping
+        default:
+          row = i, col = (kSize - 1 - i + at + w) % kSize;
+          break;  // anti-diagonal, wrapping
       }
       image[row * kSize + col] += 1.0F;
     }

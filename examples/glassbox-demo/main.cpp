@@ -3,8 +3,8 @@
 //
 //   glassbox-demo --steps 150 --threads 4 --device auto
 //   curl -s http://127.0.0.1:9464/metrics | grep glassbox_
-#include <CLI/CLI.hpp>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -55,8 +55,7 @@ std::string resolve_device(const std::string& requested) {
 }
 
 // One training step in its span; returns the batch's loss.
-float step(demo::Runtime& runtime, demo::SmallCnn& model, demo::SyntheticImages& data, const Options& o,
-           int index) {
+float step(demo::Runtime& runtime, demo::SmallCnn& model, demo::SyntheticImages& data, const Options& o, int index) {
   glassbox::trace::Span span("glassbox.demo.step");
   span.set_attribute("glassbox.step", index);
   return demo::train_step(model, runtime, data.next(o.batch), {o.threads, o.learning_rate});
@@ -103,18 +102,22 @@ int main(int argc, char** argv) {
   CLI::App app{"glassbox-demo: trains a small CNN with every glassbox part in play, serving /metrics"};
   Options o;
   app.add_option("--steps,--iterations", o.steps, "Training steps; 0 runs until SIGINT/SIGTERM")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--threads", o.threads, "Fresh worker threads per step (the batch is split over them)")
-      ->check(CLI::Range(1, 1024))->capture_default_str();
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   app.add_option("--batch", o.batch, "Images per step")->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--lr", o.learning_rate, "SGD learning rate")->check(CLI::Range(0.0, 10.0))->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of the initial weights and the data")->capture_default_str();
-  app.add_option("--interval-ms", o.interval_ms, "Pause between steps")->check(CLI::Range(0, 60000))
+  app.add_option("--interval-ms", o.interval_ms, "Pause between steps")
+      ->check(CLI::Range(0, 60000))
       ->capture_default_str();
   app.add_option("--metrics-addr", o.metrics_addr,
                  "Listen address for /metrics (default: GLASSBOX_METRICS_ADDR or 127.0.0.1:9464)");
   app.add_option("--device", o.device, "cuda, cpu, or auto (cuda when a GPU is present)")
-      ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->capture_default_str();
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   std::signal(SIGINT, on_signal);

@@ -42,9 +42,12 @@ Tensor conv_block(const Tensor& x, const Tensor& w, const Tensor& b, int stride)
 
 SmallCnn::SmallCnn(int classes, std::uint64_t seed, int device) {
   std::mt19937_64 rng(seed);
-  params_ = {conv_weight(8, 1, rng, device),   zero_bias(8, device),
-             conv_weight(16, 8, rng, device),  zero_bias(16, device),
-             conv_weight(16, 16, rng, device), zero_bias(16, device),
+  params_ = {conv_weight(8, 1, rng, device),
+             zero_bias(8, device),
+             conv_weight(16, 8, rng, device),
+             zero_bias(16, device),
+             conv_weight(16, 16, rng, device),
+             zero_bias(16, device),
              uniform_leaf(Shape{256, classes}, std::sqrt(1.0 / 256), rng, device)};
 }
 

@@ -4,9 +4,9 @@
 #include <chrono>
 #include <exception>
 
-#include "glassbox/sim/fake_handle.hpp"
 #include "glassbox/cudnn/cudnn_wrapper.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
+#include "glassbox/sim/fake_handle.hpp"
 
 namespace glassbox::demo {
 
@@ -27,10 +27,9 @@ HandleSource fake_source(const std::string& library) {
 
 SimRuntime::SimRuntime() {
   SimWrapper cudnn(cudnn_, kSimDevice, &compute_stream_);
-  sources_ = {fake_source("cublas"), fake_source("cublaslt"),
-              {"cudnn", [cudnn](int) { cudnn.inline_handle(); }}};
-  previous_runner_ = autograd::set_conv2d_runner(
-      [this](int, const std::function<void()>& kernel) { run_in_cudnn_state(kernel); });
+  sources_ = {fake_source("cublas"), fake_source("cublaslt"), {"cudnn", [cudnn](int) { cudnn.inline_handle(); }}};
+  previous_runner_ =
+      autograd::set_conv2d_runner([this](int, const std::function<void()>& kernel) { run_in_cudnn_state(kernel); });
 }
 
 SimRuntime::~SimRuntime() { autograd::set_conv2d_runner(std::move(previous_runner_)); }

@@ -13,11 +13,11 @@
 
 #include "glassbox/autograd/conv2d_runner.hpp"
 #include "glassbox/autograd/device.hpp"
-#include "glassbox/host_allocator/sim_host_backend.hpp"
-#include "glassbox/sim/sim_stream.hpp"
 #include "glassbox/cudnn/cudnn_states.hpp"
 #include "glassbox/cudnn/sim_cudnn_backend.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "glassbox/host_allocator/sim_host_backend.hpp"
+#include "glassbox/sim/sim_stream.hpp"
 #include "runtime.hpp"
 
 namespace glassbox::demo {

@@ -12,9 +12,8 @@ autograd::Tensor SimPinnedStager::stage(const Batch& batch) {
   host_allocator::HostAllocation block = allocator_.allocate(bytes);
   std::memcpy(block.ptr, batch.images.data(), bytes);  // the DataLoader's pin_memory copy
   autograd::Tensor images = autograd::Tensor::zeros(batch.shape);
-  copy_stream_.enqueue([dst = images.mutable_data().data(), src = block.ptr, bytes, keep = images] {
-    std::memcpy(dst, src, bytes);
-  });
+  copy_stream_.enqueue(
+      [dst = images.mutable_data().data(), src = block.ptr, bytes, keep = images] { std::memcpy(dst, src, bytes); });
   allocator_.record_stream(block.ptr, block.ctx, host_allocator::SimHostBackend::id(copy_stream_));
   // Freed with the copy still queued: the allocator holds the block back
   // until the event it records on the copy stream has completed.

@@ -4,8 +4,8 @@
 // pin_memory=True followed by a non_blocking copy does.
 #include "data.hpp"
 #include "glassbox/autograd/tensor.hpp"
-#include "glassbox/sim/sim_stream.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "glassbox/sim/sim_stream.hpp"
 
 namespace glassbox::demo {
 

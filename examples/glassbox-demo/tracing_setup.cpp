@@ -18,12 +18,12 @@ TracingSetup TracingSetup::from_env() {
   }
   if (auto file = exporters::TraceFileOptions::from_env(); !file.path.empty()) {
     description += (description.empty() ? "file " : ", file ") + file.path;
-    processors.push_back(std::make_shared<exporters::TraceFileProcessor>(std::move(file),
-                                                                          exporters::BatchOptions::from_env()));
+    processors.push_back(
+        std::make_shared<exporters::TraceFileProcessor>(std::move(file), exporters::BatchOptions::from_env()));
   }
   if (processors.empty()) return TracingSetup(nullptr, "traces: off");
-  auto processor = processors.size() == 1 ? processors.front()
-                                          : std::make_shared<trace::MultiSpanProcessor>(std::move(processors));
+  auto processor =
+      processors.size() == 1 ? processors.front() : std::make_shared<trace::MultiSpanProcessor>(std::move(processors));
   trace::set_span_processor(processor);
   return TracingSetup(std::move(processor), "traces: " + description);
 }

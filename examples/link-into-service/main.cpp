@@ -22,16 +22,16 @@
 #include <glassbox/autograd/autograd.hpp>
 #include <glassbox/autograd/grad_mode.hpp>
 #include <glassbox/autograd/ops.hpp>
-#include <glassbox/sim/fake_handle.hpp>
-#include <glassbox/host_allocator/sim_host_backend.hpp>
 #include <glassbox/error.hpp>
 #include <glassbox/exporters/prometheus_exporter.hpp>
 #include <glassbox/handle_pool/device_thread_handle_pool.hpp>
 #include <glassbox/host_allocator/caching_host_allocator.hpp>
+#include <glassbox/host_allocator/sim_host_backend.hpp>
+#include <glassbox/sim/fake_handle.hpp>
 #if GLASSBOX_HAVE_CUDA
 #include <glassbox/cuda/cuda_check.hpp>
-#include <glassbox/cuda/host_allocator/cuda_host_backend.hpp>
 #include <glassbox/cuda/handle_pool/current_handles.hpp>
+#include <glassbox/cuda/host_allocator/cuda_host_backend.hpp>
 #endif
 
 namespace ga = glassbox::autograd;
@@ -55,8 +55,8 @@ struct Runtime {
 Runtime make_runtime() {
 #if GLASSBOX_HAVE_CUDA
   if (glassbox::cuda::cuda_device_count() > 0) {
-    return {&glassbox::cuda::cuda_host_allocator(),
-            [] { glassbox::handle_pool::current_cublas_handle(0, nullptr); }, "cuda"};
+    return {&glassbox::cuda::cuda_host_allocator(), [] { glassbox::handle_pool::current_cublas_handle(0, nullptr); },
+            "cuda"};
   }
 #endif
   static gh::CachingHostAllocator sim_pinned(std::make_shared<glassbox::host_allocator::SimHostBackend>());
@@ -101,7 +101,8 @@ Flags parse(int argc, char** argv) {
     }
     auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), f.steps);
     if (flag != "--steps" || ec != std::errc() || end != value.data() + value.size() || f.steps < 0) {
-      throw glassbox::ConfigError(flag + " " + value + " is not accepted; expected --steps N (N >= 0) or "
+      throw glassbox::ConfigError(flag + " " + value +
+                                  " is not accepted; expected --steps N (N >= 0) or "
                                   "--metrics-addr HOST:PORT");
     }
   }

@@ -14,10 +14,14 @@ using Clock = SpanExporter::Clock;
 
 std::string_view to_string(DropReason reason) noexcept {
   switch (reason) {
-    case DropReason::queue_full: return "queue_full";
-    case DropReason::rejected: return "rejected";
-    case DropReason::export_failed: return "export_failed";
-    case DropReason::shutdown: return "shutdown";
+    case DropReason::queue_full:
+      return "queue_full";
+    case DropReason::rejected:
+      return "rejected";
+    case DropReason::export_failed:
+      return "export_failed";
+    case DropReason::shutdown:
+      return "shutdown";
   }
   return "unknown";
 }
@@ -40,14 +44,16 @@ struct BatchSpanProcessor::Counters {
   std::array<metrics::Counter, 4> dropped;  // indexed by DropReason
 
   Counters(metrics::Registry& r, std::string_view exporter)
-      : exported(r.counter("glassbox_spans_exported_total", "Spans the exporter delivered to its receiver", {"exporter"})
-                     .with({exporter})),
+      : exported(
+            r.counter("glassbox_spans_exported_total", "Spans the exporter delivered to its receiver", {"exporter"})
+                .with({exporter})),
         dropped{drop(r, exporter, DropReason::queue_full), drop(r, exporter, DropReason::rejected),
                 drop(r, exporter, DropReason::export_failed), drop(r, exporter, DropReason::shutdown)} {}
 
   static metrics::Counter drop(metrics::Registry& r, std::string_view exporter, DropReason reason) {
-    return r.counter("glassbox_spans_dropped_total", "Ended spans that never reached the exporter's receiver",
-                     {"exporter", "reason"})
+    return r
+        .counter("glassbox_spans_dropped_total", "Ended spans that never reached the exporter's receiver",
+                 {"exporter", "reason"})
         .with({exporter, to_string(reason)});
   }
   void inc(DropReason reason, std::size_t n) const noexcept { dropped[static_cast<std::size_t>(reason)].inc(n); }
@@ -56,12 +62,15 @@ struct BatchSpanProcessor::Counters {
 BatchOptions BatchOptions::from_env() {
   BatchOptions o;
   constexpr std::uint64_t max_size = std::numeric_limits<std::int32_t>::max();
-  if (auto v = detail::env("OTEL_BSP_MAX_QUEUE_SIZE")) o.max_queue_size = detail::parse_count(*v, "OTEL_BSP_MAX_QUEUE_SIZE", 1, max_size);
+  if (auto v = detail::env("OTEL_BSP_MAX_QUEUE_SIZE"))
+    o.max_queue_size = detail::parse_count(*v, "OTEL_BSP_MAX_QUEUE_SIZE", 1, max_size);
   if (auto v = detail::env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE")) {
     o.max_export_batch_size = detail::parse_count(*v, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 1, max_size);
   }
-  if (auto v = detail::env("OTEL_BSP_SCHEDULE_DELAY")) o.schedule_delay = detail::parse_millis(*v, "OTEL_BSP_SCHEDULE_DELAY");
-  if (auto v = detail::env("OTEL_BSP_EXPORT_TIMEOUT")) o.export_timeout = detail::parse_millis(*v, "OTEL_BSP_EXPORT_TIMEOUT");
+  if (auto v = detail::env("OTEL_BSP_SCHEDULE_DELAY"))
+    o.schedule_delay = detail::parse_millis(*v, "OTEL_BSP_SCHEDULE_DELAY");
+  if (auto v = detail::env("OTEL_BSP_EXPORT_TIMEOUT"))
+    o.export_timeout = detail::parse_millis(*v, "OTEL_BSP_EXPORT_TIMEOUT");
   if (o.max_export_batch_size > o.max_queue_size) {
     throw ConfigError("OTEL_BSP_MAX_EXPORT_BATCH_SIZE=" + std::to_string(o.max_export_batch_size) +
                       " is not accepted; it must not exceed OTEL_BSP_MAX_QUEUE_SIZE (" +
@@ -77,7 +86,8 @@ void BatchOptions::validate() const {
                       " are not accepted; both must be positive and the batch no larger than the queue");
   }
   if (schedule_delay.count() < 0 || export_timeout.count() < 0 || registry == nullptr) {
-    throw ConfigError("batch span processor: schedule_delay and export_timeout must not be negative, registry not null");
+    throw ConfigError(
+        "batch span processor: schedule_delay and export_timeout must not be negative, registry not null");
   }
 }
 

@@ -92,7 +92,8 @@ KeyValues parse_key_values(const std::string& value, const char* variable) {
     std::string key = eq == std::string::npos ? "" : trim(member.substr(0, eq));
     std::string decoded;
     if (key.empty() || !percent_decode(trim(member.substr(eq + 1)), decoded)) {
-      reject(variable, value, "comma-separated key=value pairs with percent-encoded values, e.g. key1=value1,key2=a%20b");
+      reject(variable, value,
+             "comma-separated key=value pairs with percent-encoded values, e.g. key1=value1,key2=a%20b");
     }
     out.emplace_back(std::move(key), std::move(decoded));
   }

@@ -62,8 +62,10 @@ JsonWriter& JsonWriter::number(std::uint64_t v) {
 
 JsonWriter& JsonWriter::number(double v) {
   before_value();
-  if (std::isfinite(v)) append_number(out_, v);
-  else out_ += "null";
+  if (std::isfinite(v))
+    append_number(out_, v);
+  else
+    out_ += "null";
   return *this;
 }
 
@@ -110,8 +112,10 @@ void JsonWriter::escaped(std::string_view s) {
     i = run + 1;
     if (c >= 0x80) {
       std::size_t n = utf8_length(s, run);
-      if (n == 0) out_ += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
-      else out_.append(s, run, n);
+      if (n == 0)
+        out_ += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
+      else
+        out_.append(s, run, n);
       i = run + (n == 0 ? 1 : n);
     } else if (c == '"' || c == '\\') {
       out_ += '\\';

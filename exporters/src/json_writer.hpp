@@ -33,7 +33,7 @@ class JsonWriter {
   void escaped(std::string_view s);
 
   std::string& out_;
-  bool first_ = true;      // nothing written yet in the innermost container
+  bool first_ = true;       // nothing written yet in the innermost container
   bool after_key_ = false;  // the next value belongs to a key just written
 };
 

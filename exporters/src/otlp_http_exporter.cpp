@@ -35,16 +35,20 @@ enum class Outcome { success, retry, reject, fail, cancelled };
 // are retryable; other answers are not, and neither is a request curl cannot make.
 Outcome classify(const Attempt& a) {
   switch (a.code) {
-    case CURLE_OK: break;
-    case CURLE_ABORTED_BY_CALLBACK: return Outcome::cancelled;
+    case CURLE_OK:
+      break;
+    case CURLE_ABORTED_BY_CALLBACK:
+      return Outcome::cancelled;
     case CURLE_UNSUPPORTED_PROTOCOL:
     case CURLE_URL_MALFORMAT:
     case CURLE_NOT_BUILT_IN:
     case CURLE_OUT_OF_MEMORY:
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CACERT_BADFILE: return Outcome::fail;
-    default: return Outcome::retry;
+    case CURLE_SSL_CACERT_BADFILE:
+      return Outcome::fail;
+    default:
+      return Outcome::retry;
   }
   if (a.status >= 200 && a.status < 300) return Outcome::success;
   if (a.status == 429 || a.status == 502 || a.status == 503 || a.status == 504) return Outcome::retry;
@@ -72,9 +76,7 @@ std::size_t rejected_spans(const std::string& body) {
   return 0;
 }
 
-std::string traces_url(const std::string& base) {
-  return base + (base.ends_with('/') ? "v1/traces" : "/v1/traces");
-}
+std::string traces_url(const std::string& base) { return base + (base.ends_with('/') ? "v1/traces" : "/v1/traces"); }
 
 void check_url(const std::string& url, const std::string& source) {
   static const std::regex form(R"(^https?://[^/?#\s]+[^\s]*$)", std::regex::icase);
@@ -130,8 +132,8 @@ class OtlpHttpExporter::Http {
     Attempt a;
     a.code = perform(cancelled);
     curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &a.status);
-    if (curl_header* h = nullptr; a.code == CURLE_OK &&
-                                  curl_easy_header(easy_, "Retry-After", 0, CURLH_HEADER, -1, &h) == CURLHE_OK) {
+    if (curl_header* h = nullptr;
+        a.code == CURLE_OK && curl_easy_header(easy_, "Retry-After", 0, CURLH_HEADER, -1, &h) == CURLHE_OK) {
       a.retry_after = parse_retry_after(h->value);
     }
     a.body = std::move(response_);
@@ -240,11 +242,16 @@ ExportResult OtlpHttpExporter::export_spans(std::span<const trace::SpanData> spa
     if (left.count() <= 0) return all_failed;
     Attempt a = http_->post(body, std::min(options_.timeout, left), cancelled_);
     switch (classify(a)) {
-      case Outcome::success: return {std::min(rejected_spans(a.body), spans.size()), DropReason::rejected};
-      case Outcome::reject: return {spans.size(), DropReason::rejected};
-      case Outcome::fail: return all_failed;
-      case Outcome::cancelled: return {spans.size(), DropReason::shutdown};
-      case Outcome::retry: break;
+      case Outcome::success:
+        return {std::min(rejected_spans(a.body), spans.size()), DropReason::rejected};
+      case Outcome::reject:
+        return {spans.size(), DropReason::rejected};
+      case Outcome::fail:
+        return all_failed;
+      case Outcome::cancelled:
+        return {spans.size(), DropReason::shutdown};
+      case Outcome::retry:
+        break;
     }
     milliseconds wait = a.retry_after.value_or(backoff(attempt));
     if (attempt >= options_.retry.max_attempts || Clock::now() + wait >= deadline) return all_failed;

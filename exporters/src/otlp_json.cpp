@@ -18,9 +18,12 @@ void any_value(JsonWriter& w, const trace::AttributeValue& v) {
     void operator()(std::int64_t i) const { w.key("intValue").string(std::to_string(i)); }
     void operator()(double d) const {
       w.key("doubleValue");
-      if (std::isnan(d)) w.string("NaN");
-      else if (std::isinf(d)) w.string(d > 0 ? "Infinity" : "-Infinity");
-      else w.number(d);
+      if (std::isnan(d))
+        w.string("NaN");
+      else if (std::isinf(d))
+        w.string(d > 0 ? "Infinity" : "-Infinity");
+      else
+        w.number(d);
     }
     void operator()(const std::string& s) const { w.key("stringValue").string(s); }
   };

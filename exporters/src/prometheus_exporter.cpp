@@ -24,9 +24,12 @@ namespace {
 
 prometheus::MetricType to_prometheus(metrics::MetricType t) {
   switch (t) {
-    case metrics::MetricType::counter: return prometheus::MetricType::Counter;
-    case metrics::MetricType::gauge: return prometheus::MetricType::Gauge;
-    case metrics::MetricType::histogram: return prometheus::MetricType::Histogram;
+    case metrics::MetricType::counter:
+      return prometheus::MetricType::Counter;
+    case metrics::MetricType::gauge:
+      return prometheus::MetricType::Gauge;
+    case metrics::MetricType::histogram:
+      return prometheus::MetricType::Histogram;
   }
   return prometheus::MetricType::Untyped;
 }
@@ -48,9 +51,15 @@ prometheus::ClientMetric to_prometheus(const metrics::SeriesSnapshot& s, metrics
   prometheus::ClientMetric m;
   for (const auto& [k, v] : s.labels) m.label.push_back({k, v});
   switch (type) {
-    case metrics::MetricType::counter: m.counter.value = s.value; break;
-    case metrics::MetricType::gauge: m.gauge.value = s.value; break;
-    case metrics::MetricType::histogram: m.histogram = to_prometheus(s.histogram); break;
+    case metrics::MetricType::counter:
+      m.counter.value = s.value;
+      break;
+    case metrics::MetricType::gauge:
+      m.gauge.value = s.value;
+      break;
+    case metrics::MetricType::histogram:
+      m.histogram = to_prometheus(s.histogram);
+      break;
   }
   return m;
 }

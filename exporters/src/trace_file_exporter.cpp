@@ -25,9 +25,9 @@ constexpr const char* kFlowCategory = "glassbox.flow";
 constexpr const char* kFlowName = "handoff";
 
 std::uint64_t unix_now_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count());
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
 }
 
 std::uint64_t key(const trace::SpanId& id) {

@@ -13,11 +13,11 @@
 #include <thread>
 #include <vector>
 
-#include "glassbox/sim/fake_handle.hpp"
 #include "glassbox/cudnn/cudnn_wrapper.hpp"
 #include "glassbox/cudnn/sim_cudnn_backend.hpp"
 #include "glassbox/error.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
+#include "glassbox/sim/fake_handle.hpp"
 #include "metric_value.hpp"
 
 namespace gs = glassbox::sim;
@@ -101,14 +101,12 @@ TEST(CudnnStateFaults, StatesWhoseCreationFailsAreRetriedByTheNextCallerAndLeakN
   gc::SimCudnnBackend backend({}, registry);
   auto states = std::make_unique<gc::CudnnStates<gc::SimCudnnBackend>>(backend, gc::CudnnStatesOptions{}, registry);
   backend.fail_stream_creations() = 3;
-  int stream_failures = attempts_failed(16, "stream creation failed on device 0", [&](int t) {
-    run_on_fresh_stream(*states, t % 4);
-  });
+  int stream_failures =
+      attempts_failed(16, "stream creation failed on device 0", [&](int t) { run_on_fresh_stream(*states, t % 4); });
   backend.fail_handle_creations() = 3;
   auto fresh = std::make_unique<gc::CudnnStates<gc::SimCudnnBackend>>(backend, gc::CudnnStatesOptions{}, registry);
-  int handle_failures = attempts_failed(16, "cudnn handle creation failed on device 0", [&](int t) {
-    run_on_fresh_stream(*fresh, t % 4);
-  });
+  int handle_failures = attempts_failed(16, "cudnn handle creation failed on device 0",
+                                        [&](int t) { run_on_fresh_stream(*fresh, t % 4); });
   EXPECT_EQ(stream_failures, 3);
   EXPECT_EQ(handle_failures, 3);
   auto live = backend.live();

@@ -12,26 +12,26 @@
 #include <string>
 #include <vector>
 
-#include "glassbox/host_allocator/sim_host_backend.hpp"
 #include "glassbox/error.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "glassbox/host_allocator/sim_host_backend.hpp"
 #include "metric_value.hpp"
 
 namespace gs = glassbox::sim;
 namespace gha = glassbox::host_allocator;
 namespace gm = glassbox::metrics;
 using gha::SimHostBackend;
-using gs::SimStream;
 using glassbox::testing::metric_sum;
 using glassbox::testing::metric_value;
+using gs::SimStream;
 
 namespace {
 
 struct FaultCounts {
-  int out_of_memory = 0;      // allocate() threw OutOfMemoryError
-  int retried = 0;            // a failed backend allocation that the retry after empty_cache absorbed
-  int record_failures = 0;    // free() threw BackendError
-  int query_failures = 0;     // allocate() threw BackendError
+  int out_of_memory = 0;    // allocate() threw OutOfMemoryError
+  int retried = 0;          // a failed backend allocation that the retry after empty_cache absorbed
+  int record_failures = 0;  // free() threw BackendError
+  int query_failures = 0;   // allocate() threw BackendError
 };
 
 class FaultRun {

@@ -17,8 +17,8 @@
 #include "glassbox/autograd/checkpoint.hpp"
 #include "glassbox/autograd/ops.hpp"
 #include "glassbox/autograd/use_cuda.hpp"
-#include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/cuda/autograd/cuda_device_kernels.hpp"
+#include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
 #include "glassbox/error.hpp"
 #include "test_kernels.hpp"
@@ -107,7 +107,8 @@ TEST_F(GpuAutograd, ElementwiseOpsMatchTheCpuForwardAndBackward) {
   compare_with_cpu("sub", two, [](const TensorList& t) { return t[0] - t[1]; });
   compare_with_cpu("mul", two, [](const TensorList& t) { return t[0] * t[1]; });
   // Denominators kept away from zero by the value range.
-  compare_with_cpu("div", two, [](const TensorList& t) { return t[0] / t[1]; }, 0, 0.5F, 1.5F);
+  compare_with_cpu(
+      "div", two, [](const TensorList& t) { return t[0] / t[1]; }, 0, 0.5F, 1.5F);
   compare_with_cpu("mul by a scalar", one, [](const TensorList& t) { return t[0] * -2.5F; });
   compare_with_cpu("relu", one, [](const TensorList& t) { return ga::relu(t[0]); });
   compare_with_cpu("sigmoid", one, [](const TensorList& t) { return ga::sigmoid(t[0]); });
@@ -137,11 +138,12 @@ TEST_F(GpuAutograd, MatmulThroughCublasMatchesTheCpu) {
 }
 
 TEST_F(GpuAutograd, Conv2dThroughCudnnMatchesTheCpuReference) {
-  compare_with_cpu("conv2d stride 2 padding 1", {Shape{2, 3, 9, 11}, Shape{4, 3, 3, 3}, Shape{4}},
-                   [](const TensorList& t) { return ga::conv2d(t[0], t[1], t[2], 2, 1); }, 0, -1.0F, 1.0F, 1e-4);
-  compare_with_cpu("conv2d without bias", {Shape{1, 2, 6, 6}, Shape{3, 2, 2, 2}},
-                   [](const TensorList& t) { return ga::relu(ga::conv2d(t[0], t[1], Tensor(), 1, 0)); }, 0,
-                   -1.0F, 1.0F, 1e-4);
+  compare_with_cpu(
+      "conv2d stride 2 padding 1", {Shape{2, 3, 9, 11}, Shape{4, 3, 3, 3}, Shape{4}},
+      [](const TensorList& t) { return ga::conv2d(t[0], t[1], t[2], 2, 1); }, 0, -1.0F, 1.0F, 1e-4);
+  compare_with_cpu(
+      "conv2d without bias", {Shape{1, 2, 6, 6}, Shape{3, 2, 2, 2}},
+      [](const TensorList& t) { return ga::relu(ga::conv2d(t[0], t[1], Tensor(), 1, 0)); }, 0, -1.0F, 1.0F, 1e-4);
 }
 
 TEST_F(GpuAutograd, CheckpointRecomputesOnTheGpu) {

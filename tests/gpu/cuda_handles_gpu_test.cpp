@@ -85,7 +85,7 @@ struct DeviceBuffers {
   std::vector<float> result() {
     std::vector<float> out(kN * kN);
     gcu::check_cuda(cudaMemcpyAsync(out.data(), c, out.size() * sizeof(float), cudaMemcpyDeviceToHost, stream),
-                   "cudaMemcpyAsync");
+                    "cudaMemcpyAsync");
     gcu::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     return out;
   }
@@ -121,8 +121,9 @@ TEST_F(GpuHandles, CublasHandlesAreBoundToTheCallersStreamAndComputeCorrectly) {
     EXPECT_EQ(bound, buf.stream);
     together.arrive_and_wait();  // every thread holds a handle now
     const float one = 1.0f, zero = 0.0f;
-    gcu::check_cublas(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, kN, kN, kN, &one, buf.a, kN, buf.b, kN, &zero, buf.c, kN),
-                     "cublasSgemm");
+    gcu::check_cublas(
+        cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, kN, kN, kN, &one, buf.a, kN, buf.b, kN, &zero, buf.c, kN),
+        "cublasSgemm");
     EXPECT_LT(max_gemm_error(buf.result(), seed), 1e-4);
   });
   expect_bounded(gh::cublas_pool());
@@ -153,8 +154,8 @@ TEST_F(GpuHandles, CublasLtHandlesRunAMatmulFromManyThreads) {
     gcu::check_cublas(cublasLtMatrixLayoutCreate(&layout, CUDA_R_32F, kN, kN, kN), "cublasLtMatrixLayoutCreate");
     const float one = 1.0f, zero = 0.0f;
     gcu::check_cublas(cublasLtMatmul(h, op, &one, buf.a, layout, buf.b, layout, &zero, buf.c, layout, buf.c, layout,
-                                    nullptr, nullptr, 0, buf.stream),
-                     "cublasLtMatmul");
+                                     nullptr, nullptr, 0, buf.stream),
+                      "cublasLtMatmul");
     EXPECT_LT(max_gemm_error(buf.result(), seed), 1e-4);
     cublasLtMatrixLayoutDestroy(layout);
     cublasLtMatmulDescDestroy(op);
@@ -173,13 +174,12 @@ TEST_F(GpuHandles, CudnnHandlesRunAnActivationFromManyThreads) {
     cudnnActivationDescriptor_t relu = nullptr;
     gcu::check_cudnn(cudnnCreateTensorDescriptor(&desc), "cudnnCreateTensorDescriptor");
     gcu::check_cudnn(cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, kN, kN),
-                    "cudnnSetTensor4dDescriptor");
+                     "cudnnSetTensor4dDescriptor");
     gcu::check_cudnn(cudnnCreateActivationDescriptor(&relu), "cudnnCreateActivationDescriptor");
     gcu::check_cudnn(cudnnSetActivationDescriptor(relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
-                    "cudnnSetActivationDescriptor");
+                     "cudnnSetActivationDescriptor");
     const float one = 1.0f, zero = 0.0f;
-    gcu::check_cudnn(cudnnActivationForward(h, relu, &one, desc, buf.b, &zero, desc, buf.c),
-                    "cudnnActivationForward");
+    gcu::check_cudnn(cudnnActivationForward(h, relu, &one, desc, buf.b, &zero, desc, buf.c), "cudnnActivationForward");
     auto out = buf.result();
     for (int i = 0; i < kN * kN; ++i) {
       ASSERT_FLOAT_EQ(out[i], std::max(0.0f, pattern(i, 0.5f, -seed))) << "element " << i;
@@ -195,8 +195,7 @@ TEST_F(GpuHandles, ADeviceBeyondTheLastIsAClearError) {
     gh::cublas_pool().reserve(devices_);
     FAIL();
   } catch (const glassbox::ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("device " + std::to_string(devices_) + " is out of range"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("device " + std::to_string(devices_) + " is out of range"), std::string::npos)
         << e.what();
   }
 }

@@ -75,7 +75,7 @@ struct Caller {
   std::vector<float> output() {
     std::vector<float> out(kOutput);
     gcu::check_cuda(cudaMemcpyAsync(out.data(), y, kOutput * sizeof(float), cudaMemcpyDeviceToHost, stream),
-                   "cudaMemcpyAsync");
+                    "cudaMemcpyAsync");
     gcu::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     return out;
   }
@@ -92,14 +92,14 @@ struct ConvDescriptors {
     gcu::check_cudnn(cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor");
     gcu::check_cudnn(cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
     gcu::check_cudnn(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, kN, kC, kH, kW),
-                    "cudnnSetTensor4dDescriptor x");
+                     "cudnnSetTensor4dDescriptor x");
     gcu::check_cudnn(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, kN, kK, kH, kW),
-                    "cudnnSetTensor4dDescriptor y");
+                     "cudnnSetTensor4dDescriptor y");
     gcu::check_cudnn(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, kK, kC, kR, kS),
-                    "cudnnSetFilter4dDescriptor");
-    gcu::check_cudnn(cudnnSetConvolution2dDescriptor(conv, kPad, kPad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
-                                                    CUDNN_DATA_FLOAT),
-                    "cudnnSetConvolution2dDescriptor");
+                     "cudnnSetFilter4dDescriptor");
+    gcu::check_cudnn(
+        cudnnSetConvolution2dDescriptor(conv, kPad, kPad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+        "cudnnSetConvolution2dDescriptor");
     gcu::check_cudnn(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
   }
   ~ConvDescriptors() {
@@ -117,18 +117,18 @@ void convolve(gc::CudaCudnnState& s, const ConvDescriptors& d, const Caller& c) 
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int found = 0;
   gcu::check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(s.handle(), d.x, d.w, d.conv, d.y,
-                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf),
-                  "cudnnGetConvolutionForwardAlgorithm_v7");
+                                                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf),
+                   "cudnnGetConvolutionForwardAlgorithm_v7");
   ASSERT_GT(found, 0);
   ASSERT_EQ(perf[0].status, CUDNN_STATUS_SUCCESS);
   std::size_t bytes = 0;
   gcu::check_cudnn(cudnnGetConvolutionForwardWorkspaceSize(s.handle(), d.x, d.w, d.conv, d.y, perf[0].algo, &bytes),
-                  "cudnnGetConvolutionForwardWorkspaceSize");
+                   "cudnnGetConvolutionForwardWorkspaceSize");
   void* workspace = s.workspace().get(bytes);
   const float one = 1.0f, zero = 0.0f;
-  gcu::check_cudnn(cudnnConvolutionForward(s.handle(), &one, d.x, c.x, d.w, c.w, d.conv, perf[0].algo, workspace,
-                                          bytes, &zero, d.y, c.y),
-                  "cudnnConvolutionForward");
+  gcu::check_cudnn(cudnnConvolutionForward(s.handle(), &one, d.x, c.x, d.w, c.w, d.conv, perf[0].algo, workspace, bytes,
+                                           &zero, d.y, c.y),
+                   "cudnnConvolutionForward");
 }
 
 // The largest error of `y` against a double-precision convolution of the

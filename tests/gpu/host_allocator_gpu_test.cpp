@@ -82,7 +82,8 @@ TEST_F(HostAllocatorGpu, PinnedMemoryCopiesBothWays) {
     cudaPointerAttributes attr{};
     gcu::check_cuda(cudaPointerGetAttributes(&attr, src.ptr), "cudaPointerGetAttributes");
     EXPECT_EQ(attr.type, cudaMemoryTypeHost);  // page-locked, known to CUDA
-    for (std::size_t i = 0; i < kBytes; ++i) static_cast<unsigned char*>(src.ptr)[i] = static_cast<unsigned char>(i * 31);
+    for (std::size_t i = 0; i < kBytes; ++i)
+      static_cast<unsigned char*>(src.ptr)[i] = static_cast<unsigned char>(i * 31);
     std::memset(dst.ptr, 0, kBytes);
     gcu::check_cuda(cudaMemcpyAsync(device_, src.ptr, kBytes, cudaMemcpyHostToDevice, stream_), "H2D");
     gcu::check_cuda(cudaMemcpyAsync(dst.ptr, device_, kBytes, cudaMemcpyDeviceToHost, stream_), "D2H");
@@ -104,7 +105,8 @@ TEST_F(HostAllocatorGpu, AFreedBlockIsNotReusedWhileAKernelStillReadsIt) {
   std::memset(b.ptr, 0xCD, kBytes);
   EXPECT_NE(b.ptr, a.ptr);
   auto read = what_the_kernel_read();
-  EXPECT_EQ(std::count(read.begin(), read.end(), 0xAB), static_cast<long>(kBytes)) << "the kernel saw overwritten bytes";
+  EXPECT_EQ(std::count(read.begin(), read.end(), 0xAB), static_cast<long>(kBytes))
+      << "the kernel saw overwritten bytes";
   allocator->free(b.ctx);
   gcu::check_cuda(cudaStreamSynchronize(stream_), "sync");
   auto c = allocator->allocate(kBytes);  // the kernel is done: a's block may come back now

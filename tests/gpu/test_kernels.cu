@@ -20,13 +20,13 @@ namespace glassbox::testing {
 namespace {
 __global__ void spin_then_copy_kernel(const unsigned char* src, unsigned char* dst, std::size_t n, long long cycles) {
   long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
+  while (clock64() - start < cycles) {}
   for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
 }
 }  // namespace
 
-void spin_then_copy(const unsigned char* src, unsigned char* dst, std::size_t n, long long cycles, cudaStream_t stream) {
+void spin_then_copy(const unsigned char* src, unsigned char* dst, std::size_t n, long long cycles,
+                    cudaStream_t stream) {
   spin_then_copy_kernel<<<1, 256, 0, stream>>>(src, dst, n, cycles);
 }
 

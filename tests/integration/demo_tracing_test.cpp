@@ -36,8 +36,8 @@ bool wait_for_text(const std::string& path, const std::string& text, std::chrono
   return true;
 }
 
-const std::vector<std::string> kArgs{"--iterations", "0",   "--threads",      "4",   "--interval-ms",
-                                     "10",           "--device", "cpu", "--metrics-addr", "127.0.0.1:0"};
+const std::vector<std::string> kArgs{"--iterations", "0",   "--threads",      "4",          "--interval-ms", "10",
+                                     "--device",     "cpu", "--metrics-addr", "127.0.0.1:0"};
 
 }  // namespace
 

@@ -66,8 +66,8 @@ LossChange read_summary(ChildProcess& demo, std::string& all) {
   return loss;
 }
 
-const std::vector<std::string> kArgs{"--device", "cpu", "--threads", "3", "--batch", "24", "--metrics-addr",
-                                     "127.0.0.1:0"};
+const std::vector<std::string> kArgs{"--device", "cpu", "--threads",      "3",
+                                     "--batch",  "24",  "--metrics-addr", "127.0.0.1:0"};
 
 std::vector<std::string> args_with(std::vector<std::string> extra) {
   extra.insert(extra.end(), kArgs.begin(), kArgs.end());

@@ -34,10 +34,10 @@ void run_step(const std::string& what, const std::string& command) {
 }
 
 std::string configure_command(const fs::path& prefix, const fs::path& build) {
-  std::string c = std::string(GLASSBOX_CMAKE) + " -S " + in_quotes(fs::path(GLASSBOX_SOURCE_DIR) / "examples/link-into-service") +
-                  " -B " + in_quotes(build) + " -G '" GLASSBOX_CMAKE_GENERATOR "'" +
-                  " -DCMAKE_PREFIX_PATH=" + in_quotes(prefix) + " -DCMAKE_BUILD_TYPE=" GLASSBOX_BUILD_TYPE +
-                  " -DCMAKE_CXX_COMPILER=" + in_quotes(GLASSBOX_CXX) +
+  std::string c = std::string(GLASSBOX_CMAKE) + " -S " +
+                  in_quotes(fs::path(GLASSBOX_SOURCE_DIR) / "examples/link-into-service") + " -B " + in_quotes(build) +
+                  " -G '" GLASSBOX_CMAKE_GENERATOR "'" + " -DCMAKE_PREFIX_PATH=" + in_quotes(prefix) +
+                  " -DCMAKE_BUILD_TYPE=" GLASSBOX_BUILD_TYPE + " -DCMAKE_CXX_COMPILER=" + in_quotes(GLASSBOX_CXX) +
                   " '-DCMAKE_CXX_FLAGS=" GLASSBOX_EXAMPLE_CXX_FLAGS "'" +
                   " '-DCMAKE_EXE_LINKER_FLAGS=" GLASSBOX_EXAMPLE_LINKER_FLAGS "'";
   const std::string ccache = GLASSBOX_CCACHE;
@@ -56,7 +56,7 @@ double sum_of(const std::vector<Sample>& samples, const std::string& name) {
 TEST(LinkIntoService, AnInstalledGlassboxBuildsAServiceWhoseMetricsScrape) {
   const fs::path prefix = kWork / "prefix", build = kWork / "build";
   ASSERT_NO_FATAL_FAILURE(run_step("install", std::string(GLASSBOX_CMAKE) + " --install " +
-                                                   in_quotes(GLASSBOX_BINARY_DIR) + " --prefix " + in_quotes(prefix)));
+                                                  in_quotes(GLASSBOX_BINARY_DIR) + " --prefix " + in_quotes(prefix)));
   ASSERT_TRUE(fs::exists(prefix / "lib/cmake/glassbox/glassboxConfig.cmake"));
   ASSERT_NO_FATAL_FAILURE(run_step("configure", configure_command(prefix, build)));
   ASSERT_NO_FATAL_FAILURE(run_step("build", std::string(GLASSBOX_CMAKE) + " --build " + in_quotes(build)));

@@ -79,10 +79,10 @@ TEST(MetricsAuth, NoOrWrongCredentialsGet401WithAChallengeAndTheRightOnesGet200)
   EXPECT_EQ(none.www_authenticate, R"(Basic realm="glassbox metrics", charset="UTF-8")");
   EXPECT_EQ(none.body.find("glassbox_test_requests_total"), std::string::npos);
 
-  for (const std::string& wrong : {basic("prometheus", "pa:ss wor"), basic("prometheus", "pa:ss words"),
-                                   basic("Prometheus", "pa:ss word"), basic("prometheus", ""),
-                                   std::string("Bearer ") + basic("prometheus", "pa:ss word").substr(6),
-                                   basic("prometheus", "pa:ss word") + "x", std::string("Basic"), std::string()}) {
+  for (const std::string& wrong :
+       {basic("prometheus", "pa:ss wor"), basic("prometheus", "pa:ss words"), basic("Prometheus", "pa:ss word"),
+        basic("prometheus", ""), std::string("Bearer ") + basic("prometheus", "pa:ss word").substr(6),
+        basic("prometheus", "pa:ss word") + "x", std::string("Basic"), std::string()}) {
     Answer a = get(exporter.port(), wrong);
     EXPECT_EQ(a.status, 401) << "Authorization: " << wrong;
     EXPECT_FALSE(a.www_authenticate.empty()) << wrong;
@@ -156,13 +156,15 @@ TEST(MetricsAuth, BadCredentialSettingsAreClearErrorsThatHideThePassword) {
   EXPECT_THROW(ge::BasicAuth::from_env(), glassbox::ConfigError) << "both variables set";
 
   ScopedEnv allow;
-  allow.unset("GLASSBOX_METRICS_BASIC_AUTH").unset("GLASSBOX_METRICS_BASIC_AUTH_FILE")
+  allow.unset("GLASSBOX_METRICS_BASIC_AUTH")
+      .unset("GLASSBOX_METRICS_BASIC_AUTH_FILE")
       .set("GLASSBOX_METRICS_ALLOW_UNAUTHENTICATED", "yes");
   try {
     ge::PrometheusOptions::from_env();
     FAIL() << "GLASSBOX_METRICS_ALLOW_UNAUTHENTICATED=yes was accepted";
   } catch (const glassbox::ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("GLASSBOX_METRICS_ALLOW_UNAUTHENTICATED='yes'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("GLASSBOX_METRICS_ALLOW_UNAUTHENTICATED='yes'"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("true or false"), std::string::npos) << e.what();
   }
 }
@@ -191,7 +193,9 @@ TEST(MetricsAuth, BeyondLoopbackServesWithAuthOrWhenExplicitlyAllowed) {
   EXPECT_EQ(get(authenticated.port(), basic(kCredentials.user, kCredentials.password)).status, 200);
 
   ScopedEnv env;
-  env.unset("GLASSBOX_METRICS_BASIC_AUTH").unset("GLASSBOX_METRICS_BASIC_AUTH_FILE").unset("GLASSBOX_METRICS_ADDR")
+  env.unset("GLASSBOX_METRICS_BASIC_AUTH")
+      .unset("GLASSBOX_METRICS_BASIC_AUTH_FILE")
+      .unset("GLASSBOX_METRICS_ADDR")
       .set("GLASSBOX_METRICS_ALLOW_UNAUTHENTICATED", "true");
   ge::PrometheusOptions o = ge::PrometheusOptions::from_env();
   o.address = "0.0.0.0:0";

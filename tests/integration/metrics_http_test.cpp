@@ -11,10 +11,10 @@
 #include <fstream>
 #include <thread>
 
-#include "glassbox/sim/fake_handle.hpp"
 #include "glassbox/error.hpp"
 #include "glassbox/exporters/prometheus_exporter.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
+#include "glassbox/sim/fake_handle.hpp"
 #include "prometheus_text.hpp"
 #include "run_command.hpp"
 
@@ -50,7 +50,6 @@ void churn(Pool& pool, int rounds, int threads) {
     for (auto& t : ts) t.join();
   }
 }
-
 
 }  // namespace
 

@@ -20,7 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-
 std::string decoder_modules() {
   const char* v = std::getenv("GLASSBOX_OTLP_DECODER_MODULES");
   return v && *v ? v : GLASSBOX_OTLP_DECODER_MODULES;
@@ -38,10 +37,12 @@ class OtlpDecoder : public ::testing::Test {
   void TearDown() override { fs::remove(payload); }
   glassbox::testing::CommandResult validate(const std::string& json) {
     std::ofstream(payload) << json;
-    return glassbox::testing::run_command(std::string(GLASSBOX_NODE) + " " + GLASSBOX_SOURCE_DIR "/scripts/validate-otlp-json.js " + payload +
-               " " + decoder_modules());
+    return glassbox::testing::run_command(std::string(GLASSBOX_NODE) + " " +
+                                          GLASSBOX_SOURCE_DIR "/scripts/validate-otlp-json.js " + payload + " " +
+                                          decoder_modules());
   }
-  std::string payload = (fs::temp_directory_path() / ("glassbox-otlp-" + std::to_string(::getpid()) + ".json")).string();
+  std::string payload =
+      (fs::temp_directory_path() / ("glassbox-otlp-" + std::to_string(::getpid()) + ".json")).string();
 };
 
 std::vector<gt::SpanData> sample_spans() {

@@ -8,9 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
 #include <array>
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <thread>
@@ -271,9 +271,8 @@ TEST_F(OtlpHttpTest, OtherErrorStatusesAreNotRetriedAndCountAsRejected) {
 }
 
 TEST_F(OtlpHttpTest, APartialSuccessCountsTheSpansItRejects) {
-  OtlpCollector collector([](std::size_t) {
-    return answer(200, R"({"partialSuccess":{"rejectedSpans":"2","errorMessage":"too old"}})");
-  });
+  OtlpCollector collector(
+      [](std::size_t) { return answer(200, R"({"partialSuccess":{"rejectedSpans":"2","errorMessage":"too old"}})"); });
   auto p = ge::make_otlp_processor(options(collector.traces_url()), batch());
   end_spans(*p, 6);
   ASSERT_TRUE(p->force_flush(10s));
@@ -370,7 +369,8 @@ TEST_F(OtlpHttpTest, UnderEveryKindOfCollectorFailureEachSpanIsDeliveredOrCounte
   EXPECT_EQ(exported(), static_cast<double>(accepted));
   EXPECT_GT(dropped("rejected"), 0);
   EXPECT_GT(dropped("export_failed"), 0);  // 503 three times in a row
-  EXPECT_EQ(exported() + dropped("rejected") + dropped("export_failed") + dropped("queue_full"), kRounds * kSpansPerRound);
+  EXPECT_EQ(exported() + dropped("rejected") + dropped("export_failed") + dropped("queue_full"),
+            kRounds * kSpansPerRound);
   EXPECT_GT(retries(), 0);
   EXPECT_EQ(status_of(requests.size() - 1), 200) << "the last batch should have found the collector healthy";
 }

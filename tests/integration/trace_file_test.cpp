@@ -31,9 +31,8 @@ namespace {
 class TraceFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path = (fs::temp_directory_path() /
-            ("glassbox-trace-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json"))
+    path = (fs::temp_directory_path() / ("glassbox-trace-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json"))
                .string();
   }
   void TearDown() override {

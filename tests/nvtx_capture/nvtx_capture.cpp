@@ -210,8 +210,7 @@ bool install_core2(const NvtxExportTableCallbacks& callbacks) {
   unsigned n = 0;
   if (callbacks.GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &t, &n) == 0 || t == nullptr) return false;
   return install<nvtxDomainCreateA_impl_fntype>(t, n, NVTX_CBID_CORE2_DomainCreateA, domain_create) &&
-         install<nvtxDomainRegisterStringA_impl_fntype>(t, n, NVTX_CBID_CORE2_DomainRegisterStringA,
-                                                        register_string) &&
+         install<nvtxDomainRegisterStringA_impl_fntype>(t, n, NVTX_CBID_CORE2_DomainRegisterStringA, register_string) &&
          install<nvtxDomainNameCategoryA_impl_fntype>(t, n, NVTX_CBID_CORE2_DomainNameCategoryA, name_category) &&
          install<nvtxDomainRangePushEx_impl_fntype>(t, n, NVTX_CBID_CORE2_DomainRangePushEx, range_push) &&
          install<nvtxDomainRangePop_impl_fntype>(t, n, NVTX_CBID_CORE2_DomainRangePop, range_pop) &&

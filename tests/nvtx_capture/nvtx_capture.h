@@ -41,7 +41,7 @@ struct glassbox_nvtx_event {
    * registered strings resolved to their text; pop, end: the message of the
    * range closed ("" for a pop with nothing pushed, or an unknown end id). */
   char message[GLASSBOX_NVTX_TEXT_MAX];
-  uint32_t category; /* name_category, push, start, mark; the closed range's for pop and end */
+  uint32_t category;  /* name_category, push, start, mark; the closed range's for pop and end */
   uint64_t thread_id; /* the calling thread's OS id (gettid) */
   /* start, end: the NVTX range id. push gets a fresh id too (NVTX has none for
    * pushed ranges) and its pop reports the same one, so tests can pair them.

@@ -16,16 +16,16 @@
 
 #include "glassbox/autograd/autograd.hpp"
 #include "glassbox/autograd/ops.hpp"
-#include "glassbox/sim/fake_handle.hpp"
-#include "glassbox/sim/sim_stream.hpp"
 #include "glassbox/cudnn/cudnn_wrapper.hpp"
 #include "glassbox/cudnn/sim_cudnn_backend.hpp"
-#include "glassbox/host_allocator/sim_host_backend.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "glassbox/host_allocator/sim_host_backend.hpp"
 #include "glassbox/metrics/registry.hpp"
 #include "glassbox/nvtx/domain.hpp"
 #include "glassbox/nvtx/range.hpp"
+#include "glassbox/sim/fake_handle.hpp"
+#include "glassbox/sim/sim_stream.hpp"
 #include "nvtx_capture.h"
 
 namespace {
@@ -48,15 +48,24 @@ std::string dl_error() {
 
 const char* kind_name(int kind) {
   switch (kind) {
-    case GLASSBOX_NVTX_DOMAIN_CREATE: return "domain_create";
-    case GLASSBOX_NVTX_REGISTER_STRING: return "register_string";
-    case GLASSBOX_NVTX_NAME_CATEGORY: return "name_category";
-    case GLASSBOX_NVTX_PUSH: return "push";
-    case GLASSBOX_NVTX_POP: return "pop";
-    case GLASSBOX_NVTX_START: return "start";
-    case GLASSBOX_NVTX_END: return "end";
-    case GLASSBOX_NVTX_MARK: return "mark";
-    default: return "?";
+    case GLASSBOX_NVTX_DOMAIN_CREATE:
+      return "domain_create";
+    case GLASSBOX_NVTX_REGISTER_STRING:
+      return "register_string";
+    case GLASSBOX_NVTX_NAME_CATEGORY:
+      return "name_category";
+    case GLASSBOX_NVTX_PUSH:
+      return "push";
+    case GLASSBOX_NVTX_POP:
+      return "pop";
+    case GLASSBOX_NVTX_START:
+      return "start";
+    case GLASSBOX_NVTX_END:
+      return "end";
+    case GLASSBOX_NVTX_MARK:
+      return "mark";
+    default:
+      return "?";
   }
 }
 

@@ -17,7 +17,7 @@ struct FakeExportLog {
   std::condition_variable changed;
   std::vector<std::size_t> batches;
   std::vector<std::string> names;
-  bool hang = false;        // export_spans waits until released or cancelled
+  bool hang = false;  // export_spans waits until released or cancelled
   bool in_export = false;
   bool cancelled = false;
   bool shut_down = false;

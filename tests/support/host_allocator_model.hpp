@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "glassbox/host_allocator/sim_host_backend.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "glassbox/host_allocator/sim_host_backend.hpp"
 #include "metric_value.hpp"
 
 namespace glassbox::testing {

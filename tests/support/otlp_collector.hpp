@@ -44,9 +44,8 @@ struct ReceivedRequest {
 class OtlpCollector {
  public:
   /// `answer(n)` decides the reply to the n-th request (0-based).
-  explicit OtlpCollector(std::function<CollectorAnswer(std::size_t)> answer = [](std::size_t) {
-    return CollectorAnswer{};
-  })
+  explicit OtlpCollector(std::function<CollectorAnswer(std::size_t)> answer =
+                             [](std::size_t) { return CollectorAnswer{}; })
       : answer_(std::move(answer)) {
     server_.Post("/v1/traces", [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); });
     port_ = server_.bind_to_any_port("127.0.0.1");

@@ -49,7 +49,8 @@ inline void check_nesting(const std::vector<Slice>& all) {
   std::map<std::uint64_t, std::vector<const Slice*>> by_tid;
   for (const auto& s : all) by_tid[s.tid].push_back(&s);
   for (auto& [tid, list] : by_tid) {
-    std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->ts != b->ts ? a->ts < b->ts : a->dur > b->dur; });
+    std::sort(list.begin(), list.end(),
+              [](auto* a, auto* b) { return a->ts != b->ts ? a->ts < b->ts : a->dur > b->dur; });
     std::vector<const Slice*> open;
     for (const Slice* s : list) {
       while (!open.empty() && open.back()->ts + open.back()->dur <= s->ts) open.pop_back();
@@ -104,8 +105,10 @@ inline TraceFile read_trace_file(const std::string& path, std::uint64_t pid) {
       std::string what = e.at("name");
       EXPECT_TRUE(what == "thread_name" || what == "process_name") << what;
       std::string name = e.at("args").at("name");
-      if (what == "thread_name") t.thread_names[e.at("tid").get<std::uint64_t>()] = name;
-      else t.process_name = name;
+      if (what == "thread_name")
+        t.thread_names[e.at("tid").get<std::uint64_t>()] = name;
+      else
+        t.process_name = name;
     } else if (ph == "s" || ph == "f") {
       EXPECT_EQ(e.at("cat"), "glassbox.flow");
       EXPECT_TRUE(e.at("ts").is_number());

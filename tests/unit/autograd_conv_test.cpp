@@ -67,19 +67,19 @@ class ConvGradient : public ::testing::TestWithParam<ConvCase> {
 
 TEST_P(ConvGradient, WithBias) {
   const ConvCase p = GetParam();
-  check_op("conv2d with bias",
-           [p](const TensorList& t) { return ga::conv2d(t[0], t[1], t[2], p.stride, p.padding); },
-           [p](const std::vector<Values>& x) { return ref_conv2d(p, x[0], x[1], &x[2]); },
-           {random_leaf(Shape{p.n, p.c, p.h, p.w}, rng), random_leaf(Shape{p.k, p.c, p.r, p.s}, rng),
-            random_leaf(Shape{p.k}, rng)});
+  check_op(
+      "conv2d with bias", [p](const TensorList& t) { return ga::conv2d(t[0], t[1], t[2], p.stride, p.padding); },
+      [p](const std::vector<Values>& x) { return ref_conv2d(p, x[0], x[1], &x[2]); },
+      {random_leaf(Shape{p.n, p.c, p.h, p.w}, rng), random_leaf(Shape{p.k, p.c, p.r, p.s}, rng),
+       random_leaf(Shape{p.k}, rng)});
 }
 
 TEST_P(ConvGradient, WithoutBias) {
   const ConvCase p = GetParam();
-  check_op("conv2d without bias",
-           [p](const TensorList& t) { return ga::conv2d(t[0], t[1], Tensor(), p.stride, p.padding); },
-           [p](const std::vector<Values>& x) { return ref_conv2d(p, x[0], x[1], nullptr); },
-           {random_leaf(Shape{p.n, p.c, p.h, p.w}, rng), random_leaf(Shape{p.k, p.c, p.r, p.s}, rng)});
+  check_op(
+      "conv2d without bias", [p](const TensorList& t) { return ga::conv2d(t[0], t[1], Tensor(), p.stride, p.padding); },
+      [p](const std::vector<Values>& x) { return ref_conv2d(p, x[0], x[1], nullptr); },
+      {random_leaf(Shape{p.n, p.c, p.h, p.w}, rng), random_leaf(Shape{p.k, p.c, p.r, p.s}, rng)});
 }
 
 // Plain, padded, strided, strided with padding wider than the stride,
@@ -155,20 +155,25 @@ TEST(Conv2d, BadArgumentsNameTheOpAndShapes) {
 
 TEST(Reshape, GradientAndViewSemantics) {
   std::mt19937 rng(9);
-  check_op("reshape", [](const TensorList& t) { return ga::reshape(t[0], Shape{3, 2}) * 3.0F; },
-           [](const std::vector<Values>& x) {
-             Values y = x[0];
-             for (double& v : y) v *= 3.0;
-             return y;
-           },
-           {random_leaf(Shape{2, 3}, rng)});
-  check_op("flatten", [](const TensorList& t) { return ga::flatten(t[0]) * 2.0F; },
-           [](const std::vector<Values>& x) {
-             Values y = x[0];
-             for (double& v : y) v *= 2.0;
-             return y;
-           },
-           {random_leaf(Shape{2, 2, 1, 3}, rng)});
+  check_op(
+      "reshape",
+      [](const TensorList& t) {
+        return ga::reshape(t[0], Shape{3, 2}) * 3.0F;
+      },
+      [](const std::vector<Values>& x) {
+        Values y = x[0];
+        for (double& v : y) v *= 3.0;
+        return y;
+      },
+      {random_leaf(Shape{2, 3}, rng)});
+  check_op(
+      "flatten", [](const TensorList& t) { return ga::flatten(t[0]) * 2.0F; },
+      [](const std::vector<Values>& x) {
+        Values y = x[0];
+        for (double& v : y) v *= 2.0;
+        return y;
+      },
+      {random_leaf(Shape{2, 2, 1, 3}, rng)});
   Tensor a = Tensor::ones(Shape{2, 3});
   Tensor v = ga::reshape(a, Shape{6});
   a.mul_(2.0F);
@@ -204,8 +209,7 @@ TEST(Conv2d, SmallNetworkLearnsUnderCheckpoint) {
   TensorList params{w1, b1, w2, fc};
   auto loss_now = [&] {
     TensorList h = ga::checkpoint(
-        [](const TensorList& in) { return TensorList{ga::relu(ga::conv2d(in[0], in[1], in[2], 1, 1))}; },
-        {x, w1, b1});
+        [](const TensorList& in) { return TensorList{ga::relu(ga::conv2d(in[0], in[1], in[2], 1, 1))}; }, {x, w1, b1});
     Tensor z = ga::relu(ga::conv2d(h[0], w2, Tensor(), 2, 1));
     return ga::cross_entropy(ga::matmul(ga::flatten(z), fc), labels);
   };

@@ -93,13 +93,27 @@ class RecordingKernels final : public ga::DeviceKernels {
     for (std::size_t i = 0; i < n; ++i) {
       float x = a[i], y = b[i];
       switch (op) {
-        case BinaryOp::add: out[i] = x + y; break;
-        case BinaryOp::sub: out[i] = x - y; break;
-        case BinaryOp::mul: out[i] = x * y; break;
-        case BinaryOp::div: out[i] = x / y; break;
-        case BinaryOp::relu_grad: out[i] = y > 0.0F ? x : 0.0F; break;
-        case BinaryOp::sigmoid_grad: out[i] = x * y * (1.0F - y); break;
-        case BinaryOp::tanh_grad: out[i] = x * (1.0F - y * y); break;
+        case BinaryOp::add:
+          out[i] = x + y;
+          break;
+        case BinaryOp::sub:
+          out[i] = x - y;
+          break;
+        case BinaryOp::mul:
+          out[i] = x * y;
+          break;
+        case BinaryOp::div:
+          out[i] = x / y;
+          break;
+        case BinaryOp::relu_grad:
+          out[i] = y > 0.0F ? x : 0.0F;
+          break;
+        case BinaryOp::sigmoid_grad:
+          out[i] = x * y * (1.0F - y);
+          break;
+        case BinaryOp::tanh_grad:
+          out[i] = x * (1.0F - y * y);
+          break;
       }
     }
   }
@@ -347,7 +361,8 @@ TEST_F(DeviceKernelsDispatch, EveryOpRunsOnTheDeviceKernelsAndMatchesTheCpu) {
   compare("add", two, [](const TensorList& t) { return t[0] + t[1]; });
   compare("sub", two, [](const TensorList& t) { return t[0] - t[1]; });
   compare("mul", two, [](const TensorList& t) { return t[0] * t[1]; });
-  compare("div", two, [](const TensorList& t) { return t[0] / t[1]; }, 0.5F, 1.5F);
+  compare(
+      "div", two, [](const TensorList& t) { return t[0] / t[1]; }, 0.5F, 1.5F);
   compare("scale, relu, sigmoid, tanh", {Shape{6, 3}},
           [](const TensorList& t) { return ga::tanh(ga::sigmoid(ga::relu(t[0] * 2.0F)) - t[0]); });
   compare("sum, mean", {Shape{7}}, [](const TensorList& t) { return ga::sum(t[0]) * ga::mean(t[0]); });
@@ -359,10 +374,23 @@ TEST_F(DeviceKernelsDispatch, EveryOpRunsOnTheDeviceKernelsAndMatchesTheCpu) {
   compare("checkpoint", two, [](const TensorList& t) {
     return ga::checkpoint([](const TensorList& in) { return TensorList{ga::tanh(in[0] * in[1])}; }, t)[0];
   });
-  const std::set<std::string> expected{"allocate", "fill", "broadcast", "copy_from_host", "copy_to_host", "unary",
-                                       "binary", "reduce", "log_softmax", "log_softmax_backward", "nll_loss",
-                                       "nll_loss_backward", "gemm", "conv2d_forward", "conv2d_backward_input",
-                                       "conv2d_backward_weight", "bind_thread"};
+  const std::set<std::string> expected{"allocate",
+                                       "fill",
+                                       "broadcast",
+                                       "copy_from_host",
+                                       "copy_to_host",
+                                       "unary",
+                                       "binary",
+                                       "reduce",
+                                       "log_softmax",
+                                       "log_softmax_backward",
+                                       "nll_loss",
+                                       "nll_loss_backward",
+                                       "gemm",
+                                       "conv2d_forward",
+                                       "conv2d_backward_input",
+                                       "conv2d_backward_weight",
+                                       "bind_thread"};
   std::set<std::string> calls = kernels().calls();
   for (const std::string& c : expected) EXPECT_EQ(calls.count(c), 1U) << c << " never called";
 }

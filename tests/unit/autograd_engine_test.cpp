@@ -223,13 +223,16 @@ TEST_F(EngineTest, ErrorNamesTheNodeStopsTheRestAndEngineStaysUsable) {
   Tensor x = leaf1(1.0F);
   Tensor like = Tensor::ones(Shape{1});
   bool later_ran = false;
-  auto later = fn_node("Later", ga::kCpu, {ga::gradient_edge(x)}, [&](TensorList&& g) {
-    later_ran = true;
-    return TensorList{g[0]};
-  }, like);
-  auto bad = fn_node("Exploding", ga::kCpu, {ga::Edge{later, 0}}, [](TensorList&&) -> TensorList {
-    throw std::runtime_error("boom");
-  }, like);
+  auto later = fn_node(
+      "Later", ga::kCpu, {ga::gradient_edge(x)},
+      [&](TensorList&& g) {
+        later_ran = true;
+        return TensorList{g[0]};
+      },
+      like);
+  auto bad = fn_node(
+      "Exploding", ga::kCpu, {ga::Edge{later, 0}}, [](TensorList&&) -> TensorList { throw std::runtime_error("boom"); },
+      like);
   try {
     engine.execute({ga::Edge{bad, 0}}, {like}, false);
     FAIL() << "expected BackwardError";
@@ -247,9 +250,9 @@ TEST_F(EngineTest, ErrorNamesTheNodeStopsTheRestAndEngineStaysUsable) {
 TEST_F(EngineTest, ErrorOnADeviceWorkerReachesTheCaller) {
   Tensor x = leaf1(1.0F);
   Tensor like = Tensor::ones(Shape{1}, 0);
-  auto bad = fn_node("ExplodingOnDevice0", 0, {ga::gradient_edge(x)}, [](TensorList&&) -> TensorList {
-    throw std::runtime_error("device boom");
-  }, like);
+  auto bad = fn_node(
+      "ExplodingOnDevice0", 0, {ga::gradient_edge(x)},
+      [](TensorList&&) -> TensorList { throw std::runtime_error("device boom"); }, like);
   EXPECT_THROW(engine.execute({ga::Edge{bad, 0}}, {like}, false), ga::BackwardError);
   Tensor y = ga::to(ga::to(x, 0) * 2.0F, ga::kCpu);
   run_backward(y);
@@ -259,8 +262,9 @@ TEST_F(EngineTest, ErrorOnADeviceWorkerReachesTheCaller) {
 TEST_F(EngineTest, GradientOfWrongShapeOrDeviceIsAClearError) {
   Tensor x = leaf({1, 2}, Shape{2});
   Tensor like = Tensor::ones(Shape{1});
-  auto wrong_shape = fn_node("WrongShape", ga::kCpu, {ga::gradient_edge(x)},
-                             [](TensorList&&) { return TensorList{Tensor::ones(Shape{3})}; }, like);
+  auto wrong_shape = fn_node(
+      "WrongShape", ga::kCpu, {ga::gradient_edge(x)}, [](TensorList&&) { return TensorList{Tensor::ones(Shape{3})}; },
+      like);
   try {
     engine.execute({ga::Edge{wrong_shape, 0}}, {like}, false);
     FAIL();
@@ -268,8 +272,9 @@ TEST_F(EngineTest, GradientOfWrongShapeOrDeviceIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("shape [3]"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("expects [2]"), std::string::npos) << e.what();
   }
-  auto wrong_device = fn_node("WrongDevice", ga::kCpu, {ga::gradient_edge(x)},
-                              [](TensorList&&) { return TensorList{Tensor::ones(Shape{2}, 1)}; }, like);
+  auto wrong_device = fn_node(
+      "WrongDevice", ga::kCpu, {ga::gradient_edge(x)},
+      [](TensorList&&) { return TensorList{Tensor::ones(Shape{2}, 1)}; }, like);
   try {
     engine.execute({ga::Edge{wrong_device, 0}}, {like}, false);
     FAIL();
@@ -283,12 +288,16 @@ TEST_F(EngineTest, GradientOfWrongShapeOrDeviceIsAClearError) {
 TEST_F(EngineTest, MissingDependencyIsAClearError) {
   Tensor x = leaf1(1.0F);
   Tensor like = Tensor::ones(Shape{1});
-  auto stranger = fn_node("Stranger", ga::kCpu, {}, [](TensorList&&) { return TensorList{}; }, like);
+  auto stranger = fn_node(
+      "Stranger", ga::kCpu, {}, [](TensorList&&) { return TensorList{}; }, like);
   std::shared_ptr<FnNode> growing;
-  growing = fn_node("Growing", ga::kCpu, {ga::gradient_edge(x)}, [&](TensorList&& g) {
-    growing->add_next_edge(ga::Edge{stranger, 0});  // the graph changes under the engine
-    return TensorList{g[0], g[0]};
-  }, like);
+  growing = fn_node(
+      "Growing", ga::kCpu, {ga::gradient_edge(x)},
+      [&](TensorList&& g) {
+        growing->add_next_edge(ga::Edge{stranger, 0});  // the graph changes under the engine
+        return TensorList{g[0], g[0]};
+      },
+      like);
   try {
     engine.execute({ga::Edge{growing, 0}}, {like}, false);
     FAIL();
@@ -483,8 +492,8 @@ TEST_F(EngineTest, FailedBackwardSpanCarriesTheError) {
   gt::set_sampler(gt::always_on());
   gt::set_span_processor(processor);
   Tensor like = Tensor::ones(Shape{1});
-  auto bad = fn_node("Exploding", ga::kCpu, {}, [](TensorList&&) -> TensorList { throw std::runtime_error("boom"); },
-                     like);
+  auto bad = fn_node(
+      "Exploding", ga::kCpu, {}, [](TensorList&&) -> TensorList { throw std::runtime_error("boom"); }, like);
   EXPECT_THROW(engine.execute({ga::Edge{bad, 0}}, {like}, false), ga::BackwardError);
   gt::set_span_processor(nullptr);
   gt::set_sampler(nullptr);

@@ -55,8 +55,7 @@ TEST_F(OpGradient, Mul) {
 }
 TEST_F(OpGradient, Div) {
   check_op("div", [](const TensorList& t) { return t[0] / t[1]; },
-           elementwise([](double a, double b) { return a / b; }),
-           {r({4}), random_leaf(Shape{4}, rng, 0.5, 2.0)});
+           elementwise([](double a, double b) { return a / b; }), {r({4}), random_leaf(Shape{4}, rng, 0.5, 2.0)});
 }
 TEST_F(OpGradient, MulScalar) {
   check_op("mul scalar", [](const TensorList& t) { return t[0] * 1.75F; },
@@ -64,8 +63,7 @@ TEST_F(OpGradient, MulScalar) {
 }
 TEST_F(OpGradient, Relu) {
   check_op("relu", [](const TensorList& t) { return ga::relu(t[0]); },
-           elementwise([](double a, double) { return a > 0 ? a : 0.0; }),
-           {random_leaf(Shape{6}, rng, -1, 1, true)});
+           elementwise([](double a, double) { return a > 0 ? a : 0.0; }), {random_leaf(Shape{6}, rng, -1, 1, true)});
 }
 TEST_F(OpGradient, Sigmoid) {
   check_op("sigmoid", [](const TensorList& t) { return ga::sigmoid(t[0]); },
@@ -81,31 +79,35 @@ TEST_F(OpGradient, SumAndMean) {
     for (double v : x[0]) s += v;
     return s;
   };
-  check_op("sum", [](const TensorList& t) { return ga::sum(t[0]); },
-           [&](const std::vector<Values>& x) { return Values{total(x)}; }, {r({2, 3})});
-  check_op("mean", [](const TensorList& t) { return ga::mean(t[0]); },
-           [&](const std::vector<Values>& x) { return Values{total(x) / 6.0}; }, {r({2, 3})});
+  check_op(
+      "sum", [](const TensorList& t) { return ga::sum(t[0]); },
+      [&](const std::vector<Values>& x) { return Values{total(x)}; }, {r({2, 3})});
+  check_op(
+      "mean", [](const TensorList& t) { return ga::mean(t[0]); },
+      [&](const std::vector<Values>& x) { return Values{total(x) / 6.0}; }, {r({2, 3})});
 }
 TEST_F(OpGradient, Matmul) {
   constexpr int m = 2, k = 3, n = 4;
-  check_op("matmul", [](const TensorList& t) { return ga::matmul(t[0], t[1]); },
-           [](const std::vector<Values>& x) {
-             Values y(m * n, 0.0);
-             for (int i = 0; i < m; ++i)
-               for (int p = 0; p < k; ++p)
-                 for (int j = 0; j < n; ++j) y[i * n + j] += x[0][i * k + p] * x[1][p * n + j];
-             return y;
-           },
-           {r({m, k}), r({k, n})});
+  check_op(
+      "matmul", [](const TensorList& t) { return ga::matmul(t[0], t[1]); },
+      [](const std::vector<Values>& x) {
+        Values y(m * n, 0.0);
+        for (int i = 0; i < m; ++i)
+          for (int p = 0; p < k; ++p)
+            for (int j = 0; j < n; ++j) y[i * n + j] += x[0][i * k + p] * x[1][p * n + j];
+        return y;
+      },
+      {r({m, k}), r({k, n})});
 }
 TEST_F(OpGradient, MseLoss) {
-  check_op("mse_loss", [](const TensorList& t) { return ga::mse_loss(t[0], t[1]); },
-           [](const std::vector<Values>& x) {
-             double s = 0;
-             for (std::size_t i = 0; i < x[0].size(); ++i) s += (x[0][i] - x[1][i]) * (x[0][i] - x[1][i]);
-             return Values{s / static_cast<double>(x[0].size())};
-           },
-           {r({2, 3}), r({2, 3})});
+  check_op(
+      "mse_loss", [](const TensorList& t) { return ga::mse_loss(t[0], t[1]); },
+      [](const std::vector<Values>& x) {
+        double s = 0;
+        for (std::size_t i = 0; i < x[0].size(); ++i) s += (x[0][i] - x[1][i]) * (x[0][i] - x[1][i]);
+        return Values{s / static_cast<double>(x[0].size())};
+      },
+      {r({2, 3}), r({2, 3})});
 }
 
 Values ref_log_softmax(const Values& x, std::size_t rows, std::size_t cols) {
@@ -119,8 +121,9 @@ Values ref_log_softmax(const Values& x, std::size_t rows, std::size_t cols) {
 }
 
 TEST_F(OpGradient, LogSoftmax) {
-  check_op("log_softmax", [](const TensorList& t) { return ga::log_softmax(t[0]); },
-           [](const std::vector<Values>& x) { return ref_log_softmax(x[0], 3, 4); }, {r({3, 4})});
+  check_op(
+      "log_softmax", [](const TensorList& t) { return ga::log_softmax(t[0]); },
+      [](const std::vector<Values>& x) { return ref_log_softmax(x[0], 3, 4); }, {r({3, 4})});
 }
 TEST_F(OpGradient, NllLossAndCrossEntropy) {
   const std::vector<std::int64_t> targets{2, 0, 3};
@@ -129,10 +132,12 @@ TEST_F(OpGradient, NllLossAndCrossEntropy) {
     for (std::size_t i = 0; i < targets.size(); ++i) s -= lp[i * 4 + static_cast<std::size_t>(targets[i])];
     return Values{s / 3.0};
   };
-  check_op("nll_loss", [&](const TensorList& t) { return ga::nll_loss(t[0], targets); },
-           [&](const std::vector<Values>& x) { return nll(x[0]); }, {r({3, 4})});
-  check_op("cross_entropy", [&](const TensorList& t) { return ga::cross_entropy(t[0], targets); },
-           [&](const std::vector<Values>& x) { return nll(ref_log_softmax(x[0], 3, 4)); }, {r({3, 4})});
+  check_op(
+      "nll_loss", [&](const TensorList& t) { return ga::nll_loss(t[0], targets); },
+      [&](const std::vector<Values>& x) { return nll(x[0]); }, {r({3, 4})});
+  check_op(
+      "cross_entropy", [&](const TensorList& t) { return ga::cross_entropy(t[0], targets); },
+      [&](const std::vector<Values>& x) { return nll(ref_log_softmax(x[0], 3, 4)); }, {r({3, 4})});
 }
 TEST_F(OpGradient, ToDeviceAndBack) {
   check_op("to", [](const TensorList& t) { return ga::to(ga::to(t[0], 1) * 2.0F, ga::kCpu); },
@@ -141,27 +146,28 @@ TEST_F(OpGradient, ToDeviceAndBack) {
 TEST_F(OpGradient, ComposedNetwork) {
   // A two-layer network with cross entropy: every op in one graph.
   const std::vector<std::int64_t> targets{1, 0};
-  check_op("mlp",
-           [&](const TensorList& t) {
-             Tensor h = ga::sigmoid(ga::matmul(t[0], t[1]));
-             return ga::cross_entropy(ga::tanh(ga::matmul(h, t[2])), targets);
-           },
-           [&](const std::vector<Values>& x) {
-             Values h(2 * 3, 0.0), z(2 * 2, 0.0);
-             for (int i = 0; i < 2; ++i)
-               for (int j = 0; j < 3; ++j) {
-                 for (int p = 0; p < 2; ++p) h[i * 3 + j] += x[0][i * 2 + p] * x[1][p * 3 + j];
-                 h[i * 3 + j] = 1.0 / (1.0 + std::exp(-h[i * 3 + j]));
-               }
-             for (int i = 0; i < 2; ++i)
-               for (int j = 0; j < 2; ++j) {
-                 for (int p = 0; p < 3; ++p) z[i * 2 + j] += h[i * 3 + p] * x[2][p * 2 + j];
-                 z[i * 2 + j] = std::tanh(z[i * 2 + j]);
-               }
-             Values lp = ref_log_softmax(z, 2, 2);
-             return Values{-(lp[0 * 2 + 1] + lp[1 * 2 + 0]) / 2.0};
-           },
-           {r({2, 2}), r({2, 3}), r({3, 2})});
+  check_op(
+      "mlp",
+      [&](const TensorList& t) {
+        Tensor h = ga::sigmoid(ga::matmul(t[0], t[1]));
+        return ga::cross_entropy(ga::tanh(ga::matmul(h, t[2])), targets);
+      },
+      [&](const std::vector<Values>& x) {
+        Values h(2 * 3, 0.0), z(2 * 2, 0.0);
+        for (int i = 0; i < 2; ++i)
+          for (int j = 0; j < 3; ++j) {
+            for (int p = 0; p < 2; ++p) h[i * 3 + j] += x[0][i * 2 + p] * x[1][p * 3 + j];
+            h[i * 3 + j] = 1.0 / (1.0 + std::exp(-h[i * 3 + j]));
+          }
+        for (int i = 0; i < 2; ++i)
+          for (int j = 0; j < 2; ++j) {
+            for (int p = 0; p < 3; ++p) z[i * 2 + j] += h[i * 3 + p] * x[2][p * 2 + j];
+            z[i * 2 + j] = std::tanh(z[i * 2 + j]);
+          }
+        Values lp = ref_log_softmax(z, 2, 2);
+        return Values{-(lp[0 * 2 + 1] + lp[1 * 2 + 0]) / 2.0};
+      },
+      {r({2, 2}), r({2, 3}), r({3, 2})});
 }
 
 TEST(Ops, ArgumentErrorsNameTheOpAndShapes) {

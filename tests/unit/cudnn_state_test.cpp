@@ -105,9 +105,8 @@ void expect_ordered_between_callers_work(Run run) {
 }  // namespace
 
 TEST(CudnnState, WorkThroughAStateIsOrderedBetweenTheCallersEarlierAndLaterWork) {
-  expect_ordered_between_callers_work([](const Wrapper& w, SimStream& caller, auto f) {
-    w.with_cudnn_state(&caller, 1, f);
-  });
+  expect_ordered_between_callers_work(
+      [](const Wrapper& w, SimStream& caller, auto f) { w.with_cudnn_state(&caller, 1, f); });
 }
 
 TEST(CudnnState, TheFormWithoutAStreamOrdersAgainstTheWrappersStream) {
@@ -129,8 +128,7 @@ TEST(CudnnState, SixteenThreadsOnOneStateNeverOverlapInsideTheClosure) {
         w.with_cudnn_state(0, [&](State& s) {
           int now = ++inside;
           int seen = most_inside.load();
-          while (now > seen && !most_inside.compare_exchange_weak(seen, now)) {
-          }
+          while (now > seen && !most_inside.compare_exchange_weak(seen, now)) {}
           std::this_thread::yield();  // widen the window another thread would have to hit
           s.stream()->enqueue([&] { ++ran_on_stream; });
           --inside;
@@ -216,8 +214,10 @@ TEST(CudnnState, EachStateHasItsOwnStreamAndHandleKeptAcrossExecutions) {
       w.with_cudnn_state(index, [&](State& s) {
         EXPECT_EQ(s.index(), index);
         EXPECT_EQ(s.device(), 0);
-        if (round == 0) seen.push_back(&s);
-        else EXPECT_EQ(seen[static_cast<std::size_t>(index)], &s) << "state " << index << " was created twice";
+        if (round == 0)
+          seen.push_back(&s);
+        else
+          EXPECT_EQ(seen[static_cast<std::size_t>(index)], &s) << "state " << index << " was created twice";
       });
     }
   }

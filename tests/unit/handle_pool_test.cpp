@@ -10,8 +10,8 @@
 #include <random>
 #include <thread>
 
-#include "glassbox/sim/fake_handle.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
+#include "glassbox/sim/fake_handle.hpp"
 #include "glassbox/trace/in_memory_span_processor.hpp"
 
 namespace gs = glassbox::sim;

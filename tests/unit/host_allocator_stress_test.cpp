@@ -9,9 +9,9 @@
 #include <random>
 #include <thread>
 
-#include "glassbox/host_allocator/sim_host_backend.hpp"
-#include "glassbox/host_allocator/detail/biased_lock.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "glassbox/host_allocator/detail/biased_lock.hpp"
+#include "glassbox/host_allocator/sim_host_backend.hpp"
 
 namespace gs = glassbox::sim;
 namespace gha = glassbox::host_allocator;
@@ -27,8 +27,9 @@ void stress(const char* conf) {
   o.config = gha::HostAllocatorConfig::parse(conf);
   o.registry = &registry;
   gha::CachingHostAllocator allocator(backend, o);
-  std::array<gs::SimStream, 4> streams{gs::SimStream(gs::SimStream::Mode::worker), gs::SimStream(gs::SimStream::Mode::worker),
-                                       gs::SimStream(gs::SimStream::Mode::worker), gs::SimStream(gs::SimStream::Mode::worker)};
+  std::array<gs::SimStream, 4> streams{
+      gs::SimStream(gs::SimStream::Mode::worker), gs::SimStream(gs::SimStream::Mode::worker),
+      gs::SimStream(gs::SimStream::Mode::worker), gs::SimStream(gs::SimStream::Mode::worker)};
   std::mutex handoff_mu;
   std::vector<gha::HostAllocation> handoff;  // allocated by one thread, freed by another
   std::atomic<std::int64_t> requests{0};

@@ -5,9 +5,9 @@
 #include <set>
 #include <thread>
 
-#include "glassbox/host_allocator/sim_host_backend.hpp"
 #include "glassbox/error.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "glassbox/host_allocator/sim_host_backend.hpp"
 
 namespace gs = glassbox::sim;
 namespace gha = glassbox::host_allocator;
@@ -262,7 +262,7 @@ TEST(HostAllocator, OutOfMemoryEmptiesTheCacheAndRetriesOnce) {
   auto a = f.allocator->allocate(1 << 20);
   auto b = f.allocator->allocate(1 << 20);
   f.allocator->free(a.ctx);
-  f.allocator->free(b.ctx);  // 2 MiB cached in 1 MiB blocks
+  f.allocator->free(b.ctx);                   // 2 MiB cached in 1 MiB blocks
   auto big = f.allocator->allocate(2 << 20);  // fits only after empty_cache
   EXPECT_NE(big.ptr, nullptr);
   EXPECT_EQ(f.backend->live_blocks(), 1u);

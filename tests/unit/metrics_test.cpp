@@ -204,9 +204,9 @@ TEST(Metrics, HistogramQuantileInterpolatesWithinTheBucket) {
   EXPECT_FALSE(gm::histogram_quantile(h, 0.5));
   h.buckets = {2, 6, 2, 0};  // (0, 1]: 2, (1, 2]: 6, (2, 4]: 2
   h.count = 10;
-  EXPECT_DOUBLE_EQ(*gm::histogram_quantile(h, 0.1), 0.5);   // rank 1 of the first bucket's 2
-  EXPECT_DOUBLE_EQ(*gm::histogram_quantile(h, 0.5), 1.5);   // rank 5: 3 of the second bucket's 6
-  EXPECT_DOUBLE_EQ(*gm::histogram_quantile(h, 0.9), 3.0);   // rank 9: 1 of the third bucket's 2
+  EXPECT_DOUBLE_EQ(*gm::histogram_quantile(h, 0.1), 0.5);  // rank 1 of the first bucket's 2
+  EXPECT_DOUBLE_EQ(*gm::histogram_quantile(h, 0.5), 1.5);  // rank 5: 3 of the second bucket's 6
+  EXPECT_DOUBLE_EQ(*gm::histogram_quantile(h, 0.9), 3.0);  // rank 9: 1 of the third bucket's 2
   EXPECT_DOUBLE_EQ(*gm::histogram_quantile(h, 1.0), 4.0);
   h.buckets = {0, 0, 1, 3};  // most in +Inf: the highest finite bound
   h.count = 4;

@@ -53,17 +53,17 @@ TEST(Traceparent, SampledIsBitZeroOfTheFlags) {
 TEST(Traceparent, RejectsWhatTheSpecificationCallsInvalid) {
   for (const char* bad : {
            "",
-           "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",       // no flags
-           "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-",   // version 00 has 4 fields only
-           "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x",   // nor trailing text
-           "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",    // uppercase hex
-           "00-00000000000000000000000000000000-00f067aa0ba902b7-01",    // zero trace id
-           "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",    // zero parent id
-           "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",    // version ff
-           "0g-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",    // not hex
-           "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",    // wrong separator
-           "00-4bf92f3577b34da6a3ce929d0e0e473-600f067aa0ba902b7-01",    // misplaced dash
-           "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x",   // later version: extra needs a dash
+           "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",      // no flags
+           "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-",  // version 00 has 4 fields only
+           "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x",  // nor trailing text
+           "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",   // uppercase hex
+           "00-00000000000000000000000000000000-00f067aa0ba902b7-01",   // zero trace id
+           "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",   // zero parent id
+           "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",   // version ff
+           "0g-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",   // not hex
+           "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",   // wrong separator
+           "00-4bf92f3577b34da6a3ce929d0e0e473-600f067aa0ba902b7-01",   // misplaced dash
+           "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x",  // later version: extra needs a dash
        }) {
     EXPECT_FALSE(gt::parse_traceparent(bad).has_value()) << bad;
   }
@@ -83,7 +83,8 @@ TEST(Traceparent, AnInvalidContextFormatsAsNothing) {
 }
 
 TEST(Tracestate, KeepsValidMembersInOrderWithoutBlanks) {
-  EXPECT_EQ(gt::normalize_tracestate("rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"), "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE");
+  EXPECT_EQ(gt::normalize_tracestate("rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"),
+            "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE");
   EXPECT_EQ(gt::normalize_tracestate(" rojo=1 ,\t, congo=2 "), "rojo=1,congo=2");
   EXPECT_EQ(gt::normalize_tracestate("tenant1@vendor=x,a_b-c*d/e=v w"), "tenant1@vendor=x,a_b-c*d/e=v w");
   EXPECT_EQ(gt::normalize_tracestate("rojo=a b "), "rojo=a b");  // a trailing blank is list whitespace

@@ -5,8 +5,8 @@
 #include <thread>
 #include <vector>
 
-#include "glassbox/sim/sim_stream.hpp"
 #include "glassbox/error.hpp"
+#include "glassbox/sim/sim_stream.hpp"
 
 using glassbox::sim::SimEvent;
 using glassbox::sim::SimStream;
@@ -79,8 +79,12 @@ TEST(SimStream, TwoThreadsSteppingOneStreamRunEachItemOnce) {
       inside.fetch_sub(1);
     });
   }
-  std::thread a([&] { while (s.completed() < 2000) s.step(); });
-  std::thread b([&] { while (s.completed() < 2000) s.step(); });
+  std::thread a([&] {
+    while (s.completed() < 2000) s.step();
+  });
+  std::thread b([&] {
+    while (s.completed() < 2000) s.step();
+  });
   a.join();
   b.join();
   EXPECT_EQ(ran.load(), 2000);

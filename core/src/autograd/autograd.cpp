@@ -21,9 +21,8 @@ TensorList implied_grads(const TensorList& roots, TensorList grads) {
   if (!grads.empty()) return grads;
   for (std::size_t i = 0; i < roots.size(); ++i) {
     if (!roots[i].defined() || roots[i].numel() != 1) {
-      throw Error("a gradient can be implied only for one-element roots; root " + std::to_string(i) +
-                  " has shape " + (roots[i].defined() ? roots[i].shape().str() : "undefined") +
-                  ": pass its gradient");
+      throw Error("a gradient can be implied only for one-element roots; root " + std::to_string(i) + " has shape " +
+                  (roots[i].defined() ? roots[i].shape().str() : "undefined") + ": pass its gradient");
     }
     grads.push_back(Tensor::ones(roots[i].shape(), roots[i].device()));
   }
@@ -44,9 +43,9 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, TensorList 
     if (!inputs[i].requires_grad()) throw Error("grad: input " + std::to_string(i) + " does not require grad");
     wanted.push_back(gradient_edge(inputs[i]));
   }
-  TensorList result = pick(options.engine)
-                          .execute(root_edges(outputs), implied_grads(outputs, std::move(grad_outputs)),
-                                   options.keep_graph, wanted);
+  TensorList result =
+      pick(options.engine)
+          .execute(root_edges(outputs), implied_grads(outputs, std::move(grad_outputs)), options.keep_graph, wanted);
   for (std::size_t i = 0; i < result.size() && !options.allow_unused; ++i) {
     if (!result[i].defined()) {
       throw Error("grad: input " + std::to_string(i) +

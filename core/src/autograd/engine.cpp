@@ -80,8 +80,8 @@ void check_gradients(const char* producer, const std::vector<Edge>& edges, const
                   describe_slot(edges[i]) + ", which expects " + want.shape.str());
     }
     if (grads[i].device() != want.device) {
-      throw Error(std::string(producer) + " produced a gradient on device " + device_name(grads[i].device()) +
-                  " for " + describe_slot(edges[i]) + ", which expects device " + device_name(want.device));
+      throw Error(std::string(producer) + " produced a gradient on device " + device_name(grads[i].device()) + " for " +
+                  describe_slot(edges[i]) + ", which expects device " + device_name(want.device));
     }
   }
 }
@@ -200,9 +200,7 @@ struct Engine::Impl {
     return *q;
   }
 
-  ReadyQueue& queue_for(const GraphTask& g, int device) {
-    return device == kCpu ? *g.cpu_queue : device_queue(device);
-  }
+  ReadyQueue& queue_for(const GraphTask& g, int device) { return device == kCpu ? *g.cpu_queue : device_queue(device); }
 
   // Adds each gradient to the buffer of the node its edge leads to and queues
   // the nodes that have now received everything.

@@ -7,8 +7,7 @@ namespace glassbox::autograd {
 DeviceMetrics DeviceMetrics::resolve(metrics::Registry& r, int device) {
   std::string dev = device_name(device);
   return DeviceMetrics{
-      r.counter("glassbox_autograd_nodes_executed_total", "Backward nodes run, by the device they ran on",
-                {"device"})
+      r.counter("glassbox_autograd_nodes_executed_total", "Backward nodes run, by the device they ran on", {"device"})
           .with({dev}),
       r.up_down_counter("glassbox_autograd_ready_queue_depth", "Backward node tasks waiting in ready queues",
                         {"device"})

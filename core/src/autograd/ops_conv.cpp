@@ -37,15 +37,24 @@ Conv2dGeometry geometry(const Tensor& input, const Tensor& weight, const Tensor&
     reject(input, weight, bias, stride, padding, "bias must be [k], one value per output channel");
   }
   if (stride < 1 || padding < 0) reject(input, weight, bias, stride, padding, "stride must be >= 1 and padding >= 0");
-  const bool same_device = input.device() == weight.device() && input.in_device_memory() == weight.in_device_memory() &&
-                           (!bias.defined() || (bias.device() == input.device() &&
-                                                bias.in_device_memory() == input.in_device_memory()));
+  const bool same_device =
+      input.device() == weight.device() && input.in_device_memory() == weight.in_device_memory() &&
+      (!bias.defined() || (bias.device() == input.device() && bias.in_device_memory() == input.in_device_memory()));
   if (!same_device) reject(input, weight, bias, stride, padding, "tensors are on different devices");
   if (x[2] + 2 * padding < w[2] || x[3] + 2 * padding < w[3]) {
     reject(input, weight, bias, stride, padding, "the kernel is larger than the padded input");
   }
-  return Conv2dGeometry{x[0], x[1], x[2], x[3], w[0], w[2], w[3], stride, padding,
-                        (x[2] + 2 * padding - w[2]) / stride + 1, (x[3] + 2 * padding - w[3]) / stride + 1};
+  return Conv2dGeometry{x[0],
+                        x[1],
+                        x[2],
+                        x[3],
+                        w[0],
+                        w[2],
+                        w[3],
+                        stride,
+                        padding,
+                        (x[2] + 2 * padding - w[2]) / stride + 1,
+                        (x[3] + 2 * padding - w[3]) / stride + 1};
 }
 
 class Conv2dBackward final : public Node {

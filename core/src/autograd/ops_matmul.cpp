@@ -29,8 +29,16 @@ Tensor gemm(const Tensor& a, bool ta, const Tensor& b, bool tb) {
   const std::int64_t m = ta ? a.shape()[1] : a.shape()[0];
   const std::int64_t n = tb ? b.shape()[0] : b.shape()[1];
   Tensor c = Tensor::empty(Shape{m, n}, a.device());
-  GemmArgs args{math::ptr(a), math::ptr(b), math::mutable_ptr(c), m, n, ta ? a.shape()[0] : a.shape()[1],
-                a.shape()[1], b.shape()[1], ta, tb};
+  GemmArgs args{math::ptr(a),
+                math::ptr(b),
+                math::mutable_ptr(c),
+                m,
+                n,
+                ta ? a.shape()[0] : a.shape()[1],
+                a.shape()[1],
+                b.shape()[1],
+                ta,
+                tb};
   if (DeviceKernels* k = math::kernels_of(a)) {
     k->gemm(a.device(), args);
   } else {

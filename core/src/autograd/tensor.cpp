@@ -17,7 +17,8 @@ const TensorImpl& checked(const TensorImpl* impl) {
 
 void check_in_place_allowed(const Tensor& t, const char* op) {
   if (t.requires_grad() && GradMode::is_enabled()) {
-    throw Error(std::string(op) + " on a tensor that requires grad: in-place changes are not recorded for backward; "
+    throw Error(std::string(op) +
+                " on a tensor that requires grad: in-place changes are not recorded for backward; "
                 "do it under NoGradGuard or on a tensor that does not require grad");
   }
 }

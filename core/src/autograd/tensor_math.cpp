@@ -21,22 +21,33 @@ void host_zip(const float* a, const float* b, float* out, std::size_t n, F f) {
 
 void host_unary(UnaryOp op, const float* x, float* out, std::size_t n, float alpha) {
   switch (op) {
-    case UnaryOp::scale: return host_map(x, out, n, [alpha](float v) { return v * alpha; });
-    case UnaryOp::relu: return host_map(x, out, n, [](float v) { return v > 0.0F ? v : 0.0F; });
-    case UnaryOp::sigmoid: return host_map(x, out, n, [](float v) { return 1.0F / (1.0F + std::exp(-v)); });
-    case UnaryOp::tanh: return host_map(x, out, n, [](float v) { return std::tanh(v); });
+    case UnaryOp::scale:
+      return host_map(x, out, n, [alpha](float v) { return v * alpha; });
+    case UnaryOp::relu:
+      return host_map(x, out, n, [](float v) { return v > 0.0F ? v : 0.0F; });
+    case UnaryOp::sigmoid:
+      return host_map(x, out, n, [](float v) { return 1.0F / (1.0F + std::exp(-v)); });
+    case UnaryOp::tanh:
+      return host_map(x, out, n, [](float v) { return std::tanh(v); });
   }
 }
 
 void host_binary(BinaryOp op, const float* a, const float* b, float* out, std::size_t n) {
   switch (op) {
-    case BinaryOp::add: return host_zip(a, b, out, n, [](float x, float y) { return x + y; });
-    case BinaryOp::sub: return host_zip(a, b, out, n, [](float x, float y) { return x - y; });
-    case BinaryOp::mul: return host_zip(a, b, out, n, [](float x, float y) { return x * y; });
-    case BinaryOp::div: return host_zip(a, b, out, n, [](float x, float y) { return x / y; });
-    case BinaryOp::relu_grad: return host_zip(a, b, out, n, [](float g, float y) { return y > 0.0F ? g : 0.0F; });
-    case BinaryOp::sigmoid_grad: return host_zip(a, b, out, n, [](float g, float y) { return g * y * (1.0F - y); });
-    case BinaryOp::tanh_grad: return host_zip(a, b, out, n, [](float g, float y) { return g * (1.0F - y * y); });
+    case BinaryOp::add:
+      return host_zip(a, b, out, n, [](float x, float y) { return x + y; });
+    case BinaryOp::sub:
+      return host_zip(a, b, out, n, [](float x, float y) { return x - y; });
+    case BinaryOp::mul:
+      return host_zip(a, b, out, n, [](float x, float y) { return x * y; });
+    case BinaryOp::div:
+      return host_zip(a, b, out, n, [](float x, float y) { return x / y; });
+    case BinaryOp::relu_grad:
+      return host_zip(a, b, out, n, [](float g, float y) { return y > 0.0F ? g : 0.0F; });
+    case BinaryOp::sigmoid_grad:
+      return host_zip(a, b, out, n, [](float g, float y) { return g * y * (1.0F - y); });
+    case BinaryOp::tanh_grad:
+      return host_zip(a, b, out, n, [](float g, float y) { return g * (1.0F - y * y); });
   }
 }
 

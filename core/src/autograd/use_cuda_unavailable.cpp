@@ -5,8 +5,9 @@
 namespace glassbox::autograd {
 
 void use_cuda() {
-  throw Error("use_cuda: CUDA support was not built into glassbox (configure with GLASSBOX_CUDA=ON or AUTO on a "
-              "machine with the CUDA toolkit and cuDNN); device indices stay host-memory scheduling domains");
+  throw Error(
+      "use_cuda: CUDA support was not built into glassbox (configure with GLASSBOX_CUDA=ON or AUTO on a "
+      "machine with the CUDA toolkit and cuDNN); device indices stay host-memory scheduling domains");
 }
 
 }  // namespace glassbox::autograd

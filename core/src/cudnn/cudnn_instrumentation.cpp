@@ -63,8 +63,7 @@ void ExecuteScope::failed(std::size_t workspace_bytes) noexcept {
     std::rethrow_exception(std::current_exception());
   } catch (const std::exception& e) {
     what = e.what();
-  } catch (...) {
-  }
+  } catch (...) {}
   span_.set_status(trace::StatusCode::error, what);
 }
 

@@ -48,8 +48,8 @@ void throw_bad_device(int device, int device_count) {
 void throw_bad_index(int device, int index, int states_per_device) {
   throw ConfigError("glassbox cuDNN wrapper: state index " + std::to_string(index) + " is out of range on device " +
                     std::to_string(device) + "; accepted indices are 0.." + std::to_string(states_per_device - 1) +
-                    " (" + std::to_string(states_per_device) + " states per device; raise it with " +
-                    kStatesVariable + " or CudnnStatesOptions::states_per_device)");
+                    " (" + std::to_string(states_per_device) + " states per device; raise it with " + kStatesVariable +
+                    " or CudnnStatesOptions::states_per_device)");
 }
 
 }  // namespace detail

@@ -5,8 +5,8 @@
 #include <new>
 #include <string>
 
-#include "glassbox/sim/injected_fault.hpp"
 #include "glassbox/error.hpp"
+#include "glassbox/sim/injected_fault.hpp"
 
 namespace glassbox::cudnn {
 

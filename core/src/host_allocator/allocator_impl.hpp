@@ -39,7 +39,7 @@ struct alignas(64) Block {
   // to copy (record_stream must happen before free, as with PyTorch).
   std::atomic<bool> has_streams{false};
   std::atomic<bool> allocated{false};  // read by record_stream under `lock`
-  bool captured = false;  // allocated while its stream was capturing
+  bool captured = false;               // allocated while its stream was capturing
   std::vector<StreamId> streams;
   int event_count = 0;
   std::uint64_t freed_tick = 0;  // when it was last freed (odd; even: set aside by process_events)
@@ -57,7 +57,7 @@ struct BlockPool {
   std::mutex blocks_mu;
   std::unordered_set<Block*> blocks;
   std::unordered_map<void*, Block*> by_ptr;
-  detail::SpinLock events_mu;  // held for one deque operation
+  detail::SpinLock events_mu;                     // held for one deque operation
   std::deque<std::pair<EventId, Block*>> events;  // newest at the front
   std::atomic<std::int64_t> pending{0};           // events.size(), readable without events_mu
 };
@@ -197,7 +197,8 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
 
   // thread caches
   ThreadCache* local_cache() {
-    if (tl_cache_owner == id) [[likely]] return tl_cache;
+    if (tl_cache_owner == id) [[likely]]
+      return tl_cache;
     return find_local_cache();
   }
   ThreadCache* find_local_cache();
@@ -251,7 +252,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   std::mutex caches_mu;
   std::vector<std::shared_ptr<ThreadCache>> caches;
   metrics::Counter requested_bytes = metrics::Counter::create({});  // as ClassCounts, for bytes asked
-  std::uint64_t published_requested_bytes = 0;                       // guarded by publish_mu
+  std::uint64_t published_requested_bytes = 0;                      // guarded by publish_mu
 
   std::mutex slow_mu;  // guards the stats below
   Stat allocations;

@@ -1,8 +1,8 @@
 // allocate / free / record_stream and the pool selection for graph capture.
 #include <algorithm>
 #include <chrono>
-#include <exception>
 #include <cstdio>
+#include <exception>
 
 #include "allocator_impl.hpp"
 #include "glassbox/error.hpp"
@@ -31,7 +31,8 @@ CachingHostAllocator::Impl::Impl(std::shared_ptr<HostBackend> b, Options o)
     : backend(std::move(b)),
       config(o.config),
       classes(o.config.size_classes),
-      warn(o.warn ? std::move(o.warn) : [](const std::string& w) { std::fprintf(stderr, "glassbox: %s\n", w.c_str()); }),
+      warn(o.warn ? std::move(o.warn)
+                  : [](const std::string& w) { std::fprintf(stderr, "glassbox: %s\n", w.c_str()); }),
       m(*o.registry),
       id(next_allocator_id()) {
   collector_id = m.registry.add_collector([this] { publish(); });

@@ -34,8 +34,8 @@ std::size_t parse_bytes(const std::string& v) {
   std::size_t used = 0;
   unsigned long long n = std::stoull(v, &used);
   std::string unit = v.substr(used);
-  static const std::map<std::string, unsigned> shift{{"", 0},   {"K", 10}, {"KiB", 10}, {"M", 20},
-                                                    {"MiB", 20}, {"G", 30}, {"GiB", 30}, {"T", 40}, {"TiB", 40}};
+  static const std::map<std::string, unsigned> shift{{"", 0},   {"K", 10},   {"KiB", 10}, {"M", 20},  {"MiB", 20},
+                                                     {"G", 30}, {"GiB", 30}, {"T", 40},   {"TiB", 40}};
   auto it = shift.find(unit);
   if (it == shift.end() || v[0] == '-') throw std::invalid_argument(v);
   return static_cast<std::size_t>(n) << it->second;
@@ -44,19 +44,25 @@ std::size_t parse_bytes(const std::string& v) {
 const std::map<std::string, Key>& keys() {
   static const std::map<std::string, Key> k{
       {"background_thread", {"true or false", [](auto& c, auto& v) { c.background_thread = parse_bool(v); }}},
-      {"size_classes", {"pow2 or pow2x4",
-                        [](auto& c, auto& v) {
-                          if (v == "pow2") c.size_classes = SizeClassPolicy::pow2;
-                          else if (v == "pow2x4") c.size_classes = SizeClassPolicy::pow2x4;
-                          else throw std::invalid_argument(v);
-                        }}},
+      {"size_classes",
+       {"pow2 or pow2x4",
+        [](auto& c, auto& v) {
+          if (v == "pow2")
+            c.size_classes = SizeClassPolicy::pow2;
+          else if (v == "pow2x4")
+            c.size_classes = SizeClassPolicy::pow2x4;
+          else
+            throw std::invalid_argument(v);
+        }}},
       {"use_host_register", {"true or false", [](auto& c, auto& v) { c.use_host_register = parse_bool(v); }}},
-      {"register_threads", {"an integer from 1 to 64",
-                            [](auto& c, auto& v) { c.register_threads = static_cast<int>(parse_int(v, 1, 64)); }}},
-      {"max_cached_bytes", {"bytes, e.g. 1073741824, 512MiB or 8GiB (0: no cap)",
-                            [](auto& c, auto& v) { c.max_cached_bytes = parse_bytes(v); }}},
-      {"thread_cache", {"an integer from 0 to 8",
-                        [](auto& c, auto& v) { c.thread_cache = static_cast<int>(parse_int(v, 0, 8)); }}},
+      {"register_threads",
+       {"an integer from 1 to 64",
+        [](auto& c, auto& v) { c.register_threads = static_cast<int>(parse_int(v, 1, 64)); }}},
+      {"max_cached_bytes",
+       {"bytes, e.g. 1073741824, 512MiB or 8GiB (0: no cap)",
+        [](auto& c, auto& v) { c.max_cached_bytes = parse_bytes(v); }}},
+      {"thread_cache",
+       {"an integer from 0 to 8", [](auto& c, auto& v) { c.thread_cache = static_cast<int>(parse_int(v, 0, 8)); }}},
   };
   return k;
 }

@@ -9,9 +9,10 @@ namespace glassbox::host_allocator {
 namespace {
 
 metrics::Counter unrecyclable(metrics::Registry& r, std::string_view reason) {
-  return r.counter("glassbox_host_blocks_unrecyclable_total",
-                   "Blocks kept out of reuse for good: used during graph capture, or an event could not be recorded",
-                   {"reason"})
+  return r
+      .counter("glassbox_host_blocks_unrecyclable_total",
+               "Blocks kept out of reuse for good: used during graph capture, or an event could not be recorded",
+               {"reason"})
       .with({reason});
 }
 

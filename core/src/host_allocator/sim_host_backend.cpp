@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 
-#include "glassbox/sim/injected_fault.hpp"
 #include "glassbox/error.hpp"
+#include "glassbox/sim/injected_fault.hpp"
 
 namespace glassbox::host_allocator {
 
@@ -56,9 +56,7 @@ void SimHostBackend::release_event(EventId event) noexcept {
   events_.erase(event);
 }
 
-StreamId SimHostBackend::current_stream() const {
-  return reinterpret_cast<StreamId>(tl_current);
-}
+StreamId SimHostBackend::current_stream() const { return reinterpret_cast<StreamId>(tl_current); }
 
 bool SimHostBackend::is_capturing(StreamId stream) const {
   return stream != 0 && reinterpret_cast<sim::SimStream*>(stream)->capturing();

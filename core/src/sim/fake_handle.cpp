@@ -2,8 +2,8 @@
 
 #include <thread>
 
-#include "glassbox/sim/injected_fault.hpp"
 #include "glassbox/error.hpp"
+#include "glassbox/sim/injected_fault.hpp"
 
 namespace glassbox::sim {
 

@@ -118,7 +118,8 @@ void SimStream::synchronize() {
     run_until_blocked();
     std::lock_guard lock(state_->mu);
     if (!queue_.empty()) {
-      throw Error("SimStream '" + name_ + "': synchronize() would block forever: a wait on another stream's "
+      throw Error("SimStream '" + name_ +
+                  "': synchronize() would block forever: a wait on another stream's "
                   "event is not complete; step that stream first");
     }
     return;

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/cuda/autograd/cuda_device_kernels.hpp"
+#include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/cuda/cudnn/cuda_cudnn_backend.hpp"
 #include "glassbox/error.hpp"
 
@@ -30,19 +30,19 @@ struct ConvDescriptors {
     check_cudnn(cudnnCreateTensorDescriptor(&bias), "cudnnCreateTensorDescriptor");
     check_cudnn(cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor");
     check_cudnn(cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
-    check_cudnn(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, dim(s.n), dim(s.c), dim(s.h),
-                                           dim(s.w)),
-                "cudnnSetTensor4dDescriptor (input)");
-    check_cudnn(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, dim(s.n), dim(s.k),
-                                           dim(s.oh), dim(s.ow)),
-                "cudnnSetTensor4dDescriptor (output)");
+    check_cudnn(
+        cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, dim(s.n), dim(s.c), dim(s.h), dim(s.w)),
+        "cudnnSetTensor4dDescriptor (input)");
+    check_cudnn(
+        cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, dim(s.n), dim(s.k), dim(s.oh), dim(s.ow)),
+        "cudnnSetTensor4dDescriptor (output)");
     check_cudnn(cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, dim(s.k), 1, 1),
                 "cudnnSetTensor4dDescriptor (bias)");
-    check_cudnn(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, dim(s.k), dim(s.c), dim(s.r),
-                                           dim(s.s)),
-                "cudnnSetFilter4dDescriptor");
-    check_cudnn(cudnnSetConvolution2dDescriptor(conv, dim(s.padding), dim(s.padding), dim(s.stride), dim(s.stride),
-                                                1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+    check_cudnn(
+        cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, dim(s.k), dim(s.c), dim(s.r), dim(s.s)),
+        "cudnnSetFilter4dDescriptor");
+    check_cudnn(cudnnSetConvolution2dDescriptor(conv, dim(s.padding), dim(s.padding), dim(s.stride), dim(s.stride), 1,
+                                                1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                 "cudnnSetConvolution2dDescriptor");
     check_cudnn(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
   }
@@ -117,9 +117,8 @@ void CudaDeviceKernels::conv2d_backward_input(int device, const Conv2dGeometry& 
                 "cudnnGetConvolutionBackwardDataWorkspaceSize");
     void* workspace = state.workspace().get(bytes);
     const float one = 1.0F, zero = 0.0F;
-    check_cudnn(
-        cudnnConvolutionBackwardData(h, &one, d.w, w, d.y, dy, d.conv, algo, workspace, bytes, &zero, d.x, dx),
-        "cudnnConvolutionBackwardData");
+    check_cudnn(cudnnConvolutionBackwardData(h, &one, d.w, w, d.y, dy, d.conv, algo, workspace, bytes, &zero, d.x, dx),
+                "cudnnConvolutionBackwardData");
   });
 }
 
@@ -142,8 +141,7 @@ void CudaDeviceKernels::conv2d_backward_weight(int device, const Conv2dGeometry&
         cudnnConvolutionBackwardFilter(h, &one, d.x, x, d.y, dy, d.conv, algo, workspace, bytes, &zero, d.w, dw),
         "cudnnConvolutionBackwardFilter");
     if (dbias != nullptr) {
-      check_cudnn(cudnnConvolutionBackwardBias(h, &one, d.y, dy, &zero, d.bias, dbias),
-                  "cudnnConvolutionBackwardBias");
+      check_cudnn(cudnnConvolutionBackwardBias(h, &one, d.y, dy, &zero, d.bias, dbias), "cudnnConvolutionBackwardBias");
     }
   });
 }

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "glassbox/cuda/cuda_check.hpp"
+#include "glassbox/cuda/handle_pool/current_handles.hpp"
 #include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
 #include "glassbox/error.hpp"
-#include "glassbox/cuda/handle_pool/current_handles.hpp"
 #include "tensor_kernels.hpp"
 
 namespace glassbox::cuda {
@@ -189,8 +189,8 @@ void CudaDeviceKernels::log_softmax(int device, const float* x, float* out, std:
   check_launch("log_softmax kernel");
 }
 
-void CudaDeviceKernels::log_softmax_backward(int device, const float* g, const float* y, float* out,
-                                             std::size_t rows, std::size_t cols) {
+void CudaDeviceKernels::log_softmax_backward(int device, const float* g, const float* y, float* out, std::size_t rows,
+                                             std::size_t cols) {
   cudaStream_t s = enter(device);
   DeviceGuard guard(device);
   autograd::cuda_kernels::log_softmax_backward(g, y, out, rows, cols, s);

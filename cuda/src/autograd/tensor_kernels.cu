@@ -16,7 +16,9 @@ unsigned blocks_for(std::size_t n) {
 }
 
 // One thread per row: rows never hit the grid's limit of 2^31 - 1 blocks here.
-unsigned row_blocks(std::size_t rows) { return static_cast<unsigned>(rows == 0 ? 1 : (rows + kThreads - 1) / kThreads); }
+unsigned row_blocks(std::size_t rows) {
+  return static_cast<unsigned>(rows == 0 ? 1 : (rows + kThreads - 1) / kThreads);
+}
 
 template <class F>
 __global__ void map_kernel(const float* x, float* out, std::size_t n, F f) {
@@ -159,27 +161,37 @@ void broadcast(const float* s, float* out, std::size_t n, float alpha, cudaStrea
 
 void unary(UnaryOp op, const float* x, float* out, std::size_t n, float alpha, cudaStream_t stream) {
   switch (op) {
-    case UnaryOp::scale: return launch_map(x, out, n, Scale{alpha}, stream);
-    case UnaryOp::relu: return launch_map(x, out, n, Relu{}, stream);
-    case UnaryOp::sigmoid: return launch_map(x, out, n, Sigmoid{}, stream);
-    case UnaryOp::tanh: return launch_map(x, out, n, Tanh{}, stream);
+    case UnaryOp::scale:
+      return launch_map(x, out, n, Scale{alpha}, stream);
+    case UnaryOp::relu:
+      return launch_map(x, out, n, Relu{}, stream);
+    case UnaryOp::sigmoid:
+      return launch_map(x, out, n, Sigmoid{}, stream);
+    case UnaryOp::tanh:
+      return launch_map(x, out, n, Tanh{}, stream);
   }
 }
 
 void binary(BinaryOp op, const float* a, const float* b, float* out, std::size_t n, cudaStream_t stream) {
   switch (op) {
-    case BinaryOp::add: return launch_zip(a, b, out, n, Add{}, stream);
-    case BinaryOp::sub: return launch_zip(a, b, out, n, Sub{}, stream);
-    case BinaryOp::mul: return launch_zip(a, b, out, n, Mul{}, stream);
-    case BinaryOp::div: return launch_zip(a, b, out, n, Div{}, stream);
-    case BinaryOp::relu_grad: return launch_zip(a, b, out, n, ReluGrad{}, stream);
-    case BinaryOp::sigmoid_grad: return launch_zip(a, b, out, n, SigmoidGrad{}, stream);
-    case BinaryOp::tanh_grad: return launch_zip(a, b, out, n, TanhGrad{}, stream);
+    case BinaryOp::add:
+      return launch_zip(a, b, out, n, Add{}, stream);
+    case BinaryOp::sub:
+      return launch_zip(a, b, out, n, Sub{}, stream);
+    case BinaryOp::mul:
+      return launch_zip(a, b, out, n, Mul{}, stream);
+    case BinaryOp::div:
+      return launch_zip(a, b, out, n, Div{}, stream);
+    case BinaryOp::relu_grad:
+      return launch_zip(a, b, out, n, ReluGrad{}, stream);
+    case BinaryOp::sigmoid_grad:
+      return launch_zip(a, b, out, n, SigmoidGrad{}, stream);
+    case BinaryOp::tanh_grad:
+      return launch_zip(a, b, out, n, TanhGrad{}, stream);
   }
 }
 
-void reduce(ReduceOp op, const float* a, const float* b, float* out, std::size_t n, float alpha,
-            cudaStream_t stream) {
+void reduce(ReduceOp op, const float* a, const float* b, float* out, std::size_t n, float alpha, cudaStream_t stream) {
   reduce_kernel<<<1, kThreads, 0, stream>>>(op, a, b, out, n, alpha);
 }
 

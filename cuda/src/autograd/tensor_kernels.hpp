@@ -14,8 +14,7 @@ void fill(float* out, std::size_t n, float value, cudaStream_t stream);
 void broadcast(const float* s, float* out, std::size_t n, float alpha, cudaStream_t stream);
 void unary(UnaryOp op, const float* x, float* out, std::size_t n, float alpha, cudaStream_t stream);
 void binary(BinaryOp op, const float* a, const float* b, float* out, std::size_t n, cudaStream_t stream);
-void reduce(ReduceOp op, const float* a, const float* b, float* out, std::size_t n, float alpha,
-            cudaStream_t stream);
+void reduce(ReduceOp op, const float* a, const float* b, float* out, std::size_t n, float alpha, cudaStream_t stream);
 void log_softmax(const float* x, float* out, std::size_t rows, std::size_t cols, cudaStream_t stream);
 void log_softmax_backward(const float* g, const float* y, float* out, std::size_t rows, std::size_t cols,
                           cudaStream_t stream);

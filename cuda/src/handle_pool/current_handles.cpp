@@ -95,7 +95,7 @@ void bind_cublas(cublasHandle_t h, cudaStream_t stream, int device) {
   cuda::check_cublas(cublasSetStream(h, stream), "cublasSetStream");
   // cublasSetStream drops any user workspace, so set ours after it.
   cuda::check_cublas(cublasSetWorkspace(h, workspace_for(h, stream, device), cublas_workspace_bytes()),
-                        "cublasSetWorkspace");
+                     "cublasSetWorkspace");
 }
 
 void bind_cudnn(cudnnHandle_t h, cudaStream_t stream, int) {
@@ -132,7 +132,8 @@ Handle reserve_bound(Pool& pool, int device, cudaStream_t stream, LastAnswer<Han
 
 cublasHandle_t current_cublas_handle(int device, cudaStream_t stream) {
   const auto& last = tl_last_cublas;
-  if (last.handle != nullptr && last.device == device && last.stream == stream) [[likely]] return last.handle;
+  if (last.handle != nullptr && last.device == device && last.stream == stream) [[likely]]
+    return last.handle;
   return cublas_slow(device, stream);
 }
 
@@ -140,7 +141,8 @@ cublasLtHandle_t current_cublaslt_handle(int device) { return cublaslt_pool().re
 
 cudnnHandle_t current_cudnn_handle(int device, cudaStream_t stream) {
   const auto& last = tl_last_cudnn;
-  if (last.handle != nullptr && last.device == device && last.stream == stream) [[likely]] return last.handle;
+  if (last.handle != nullptr && last.device == device && last.stream == stream) [[likely]]
+    return last.handle;
   return cudnn_slow(device, stream);
 }
 

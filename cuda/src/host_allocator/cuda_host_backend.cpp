@@ -1,12 +1,12 @@
 #include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
 
+#include <unistd.h>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <unordered_map>
 #include <utility>
-#include <unistd.h>
 
 #include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/error.hpp"
@@ -130,7 +130,8 @@ void* CudaHostBackend::allocate_registered(std::size_t bytes) {
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   void* p = std::aligned_alloc(page, (bytes + page - 1) / page * page);
   if (p == nullptr) return nullptr;
-  if (bytes >= kParallelTouchBytes && register_threads_ > 1) touch_pages(static_cast<char*>(p), bytes, register_threads_);
+  if (bytes >= kParallelTouchBytes && register_threads_ > 1)
+    touch_pages(static_cast<char*>(p), bytes, register_threads_);
   cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterDefault);
   if (e != cudaSuccess) std::free(p);
   if (out_of_memory(e)) return nullptr;
@@ -154,7 +155,8 @@ CudaHostBackend::PooledEvent* CudaHostBackend::take_event(int device) {
   }
   {
     std::lock_guard lock(mu_);
-    if (static_cast<std::size_t>(device) >= free_events_.size()) free_events_.resize(static_cast<std::size_t>(device) + 1);
+    if (static_cast<std::size_t>(device) >= free_events_.size())
+      free_events_.resize(static_cast<std::size_t>(device) + 1);
     auto& pool = free_events_[static_cast<std::size_t>(device)];
     if (!pool.empty()) {
       PooledEvent* e = pool.back();

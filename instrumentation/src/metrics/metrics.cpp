@@ -95,9 +95,12 @@ void check_bounds(const std::string& name, const std::vector<double>& b) {
 
 const char* type_name(MetricType t) {
   switch (t) {
-    case MetricType::counter: return "counter";
-    case MetricType::gauge: return "gauge";
-    case MetricType::histogram: return "histogram";
+    case MetricType::counter:
+      return "counter";
+    case MetricType::gauge:
+      return "gauge";
+    case MetricType::histogram:
+      return "histogram";
   }
   return "?";
 }
@@ -144,8 +147,8 @@ Family<Metric>& Registry::declare(FamilyInfo info, typename Metric::Config confi
     return ref;
   }
   auto* existing = dynamic_cast<Family<Metric>*>(it->second.get());
-  if (existing == nullptr || existing->info().label_names != info.label_names ||
-      existing->info().help != info.help || !same_config(*existing, config)) {
+  if (existing == nullptr || existing->info().label_names != info.label_names || existing->info().help != info.help ||
+      !same_config(*existing, config)) {
     throw ConfigError("glassbox metrics: '" + info.name + "' is already declared as a " +
                       type_name(it->second->type()) + " with other labels, help or buckets; a " +
                       type_name(Metric::type) + " of that name cannot be declared");

@@ -80,8 +80,9 @@ std::optional<SpanContext> parse_traceparent(std::string_view value) {
   }
   if (value[2] != '-' || value[35] != '-' || value[52] != '-') return std::nullopt;
   SpanContext context;
-  if (!parse_hex(value.substr(3, 32), context.trace_id.bytes) || !parse_hex(value.substr(36, 16), context.span_id.bytes) ||
-      !parse_hex(value.substr(53, 2), flags) || !context.valid()) {
+  if (!parse_hex(value.substr(3, 32), context.trace_id.bytes) ||
+      !parse_hex(value.substr(36, 16), context.span_id.bytes) || !parse_hex(value.substr(53, 2), flags) ||
+      !context.valid()) {
     return std::nullopt;
   }
   context.sampled = (flags[0] & 0x01) != 0;

@@ -47,7 +47,8 @@ thread_local std::uint64_t rng_state = 0;
 template <std::size_t N>
 std::array<std::uint64_t, N> nonzero_randoms() {
   std::uint64_t s = rng_state;
-  if (s == 0) [[unlikely]] s = seed();
+  if (s == 0) [[unlikely]]
+    s = seed();
   auto next = [&s] {
     std::uint64_t w;
     do w = mix(s += 0x9e3779b97f4a7c15ULL);
@@ -57,7 +58,8 @@ std::array<std::uint64_t, N> nonzero_randoms() {
   // Unrolled (a braced list runs left to right), so no word goes through memory.
   auto out = [&]<std::size_t... I>(std::index_sequence<I...>) {
     return std::array<std::uint64_t, N>{((void)I, next())...};
-  }(std::make_index_sequence<N>{});
+  }
+  (std::make_index_sequence<N>{});
   rng_state = s;
   return out;
 }
@@ -109,14 +111,15 @@ void store_context(SpanContext& to, std::array<std::uint64_t, 2> trace, std::uin
 }
 
 std::uint64_t unix_now_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count());
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
 }
 
 std::uint64_t os_thread_id() {
   thread_local std::uint64_t tid = 0;  // constant-initialised, like next_random's state
-  if (tid == 0) [[unlikely]] tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
+  if (tid == 0) [[unlikely]]
+    tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
   return tid;
 }
 

@@ -81,24 +81,24 @@ class DeviceKernels {
   virtual void log_softmax_backward(int device, const float* g, const float* y, float* out, std::size_t rows,
                                     std::size_t cols) = 0;
   /// out[0] = -mean over rows of log_probs[i, targets[i]]; targets are host memory, checked by the caller.
-  virtual void nll_loss(int device, const float* log_probs, const std::int64_t* targets, float* out,
-                        std::size_t rows, std::size_t cols) = 0;
+  virtual void nll_loss(int device, const float* log_probs, const std::int64_t* targets, float* out, std::size_t rows,
+                        std::size_t cols) = 0;
   /// out = zeros except out[i, targets[i]] = -g[0] / rows.
-  virtual void nll_loss_backward(int device, const float* g, const std::int64_t* targets, float* out,
-                                 std::size_t rows, std::size_t cols) = 0;
+  virtual void nll_loss_backward(int device, const float* g, const std::int64_t* targets, float* out, std::size_t rows,
+                                 std::size_t cols) = 0;
 
   /// Overwrites args.c.
   virtual void gemm(int device, const GemmArgs& args) = 0;
 
   /// y = conv(x, w) + bias (bias: k values, or null).
-  virtual void conv2d_forward(int device, const Conv2dGeometry& g, const float* x, const float* w,
-                              const float* bias, float* y) = 0;
+  virtual void conv2d_forward(int device, const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
+                              float* y) = 0;
   /// dx from dy and w.
   virtual void conv2d_backward_input(int device, const Conv2dGeometry& g, const float* dy, const float* w,
                                      float* dx) = 0;
   /// dw from x and dy; dbias (k values) too when not null.
-  virtual void conv2d_backward_weight(int device, const Conv2dGeometry& g, const float* x, const float* dy,
-                                      float* dw, float* dbias) = 0;
+  virtual void conv2d_backward_weight(int device, const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
+                                      float* dbias) = 0;
 
   /// Makes `device` current on the calling thread: the engine's worker for
   /// `device` calls it once, so nodes that call the device API directly find

@@ -6,8 +6,8 @@
 namespace glassbox::autograd {
 
 struct DeviceMetrics {
-  metrics::Counter nodes_executed;      ///< glassbox_autograd_nodes_executed_total{device}
-  metrics::UpDownCounter queue_depth;   ///< glassbox_autograd_ready_queue_depth{device}
+  metrics::Counter nodes_executed;     ///< glassbox_autograd_nodes_executed_total{device}
+  metrics::UpDownCounter queue_depth;  ///< glassbox_autograd_ready_queue_depth{device}
   static DeviceMetrics resolve(metrics::Registry& registry, int device);
 };
 

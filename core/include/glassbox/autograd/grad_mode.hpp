@@ -13,9 +13,7 @@ class GradMode {
 /// Sets grad mode for its lifetime, then restores what was set before.
 class GradModeGuard {
  public:
-  explicit GradModeGuard(bool enabled) noexcept : previous_(GradMode::is_enabled()) {
-    GradMode::set_enabled(enabled);
-  }
+  explicit GradModeGuard(bool enabled) noexcept : previous_(GradMode::is_enabled()) { GradMode::set_enabled(enabled); }
   ~GradModeGuard() { GradMode::set_enabled(previous_); }
   GradModeGuard(const GradModeGuard&) = delete;
   GradModeGuard& operator=(const GradModeGuard&) = delete;

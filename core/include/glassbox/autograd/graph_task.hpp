@@ -31,7 +31,7 @@ class ReadyQueue;
 /// input slots are captured into which result.
 struct ExecInfo {
   bool needed = false;
-  bool visited = false;  ///< seen by the search that sets `needed`
+  bool visited = false;                                         ///< seen by the search that sets `needed`
   std::vector<std::pair<std::uint32_t, std::size_t>> captures;  ///< (slot, result index)
 };
 

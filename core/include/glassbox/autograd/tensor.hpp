@@ -121,8 +121,7 @@ using TensorList = std::vector<Tensor>;
 /// The state behind a Tensor handle. Ops and nodes use it directly.
 class TensorImpl {
  public:
-  TensorImpl(Shape s, int dev, std::shared_ptr<Storage> st) noexcept
-      : shape(s), device(dev), storage(std::move(st)) {}
+  TensorImpl(Shape s, int dev, std::shared_ptr<Storage> st) noexcept : shape(s), device(dev), storage(std::move(st)) {}
 
   const Shape shape;
   const int device;

@@ -28,9 +28,11 @@ concept CudnnBackend = requires(B& b, const B& cb, int device, typename B::strea
   { cb.device_count() } -> std::same_as<int>;
   // A stream that runs independently of every other (non-blocking).
   { b.create_stream(device) } -> std::same_as<typename B::stream_type>;
-  { b.destroy_stream(device, stream) } noexcept;
+  { b.destroy_stream(device, stream) }
+  noexcept;
   { b.create_event(device) } -> std::same_as<typename B::event_type>;
-  { b.destroy_event(device, event) } noexcept;
+  { b.destroy_event(device, event) }
+  noexcept;
   // `event` marks everything queued on `stream` so far.
   b.record(event, stream);
   // Work queued on `stream` from now on starts after `event` completes; the
@@ -38,13 +40,15 @@ concept CudnnBackend = requires(B& b, const B& cb, int device, typename B::strea
   b.wait(stream, std::as_const(event));
   // A handle owned by its caller, bound to `stream` for the rest of its life.
   { b.create_handle(device, stream) } -> std::same_as<typename B::handle_type>;
-  { b.destroy_handle(device, handle) } noexcept;
+  { b.destroy_handle(device, handle) }
+  noexcept;
   // The calling thread's handle from the process's handle pool, bound to `stream`.
   { b.inline_handle(device, stream) } -> std::same_as<typename B::handle_type>;
   // Device memory for work queued on `stream`. deallocate() is stream-ordered:
   // the block is reused only after the work already queued on `stream` has run.
   { b.allocate(device, bytes, stream) } -> std::same_as<void*>;
-  { b.deallocate(device, block, bytes, stream) } noexcept;
+  { b.deallocate(device, block, bytes, stream) }
+  noexcept;
 };
 
 }  // namespace glassbox::cudnn

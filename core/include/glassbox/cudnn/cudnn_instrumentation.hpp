@@ -16,12 +16,12 @@
 namespace glassbox::cudnn {
 
 struct WorkspaceSeries {
-  metrics::Gauge bytes;       ///< glassbox_cudnn_workspace_bytes
-  metrics::Counter resizes;   ///< glassbox_cudnn_workspace_resizes_total
+  metrics::Gauge bytes;      ///< glassbox_cudnn_workspace_bytes
+  metrics::Counter resizes;  ///< glassbox_cudnn_workspace_resizes_total
 };
 
 struct StateSeries {
-  metrics::Counter executions;   ///< glassbox_cudnn_state_executions_total
+  metrics::Counter executions;      ///< glassbox_cudnn_state_executions_total
   metrics::Histogram wait_seconds;  ///< glassbox_cudnn_state_wait_seconds (per-state lock)
   WorkspaceSeries workspace;
 

@@ -43,15 +43,21 @@ class Owned {
 
 struct DestroyStream {
   template <class B, class T>
-  void operator()(B& b, int device, T& stream) const noexcept { b.destroy_stream(device, stream); }
+  void operator()(B& b, int device, T& stream) const noexcept {
+    b.destroy_stream(device, stream);
+  }
 };
 struct DestroyHandle {
   template <class B, class T>
-  void operator()(B& b, int device, T& handle) const noexcept { b.destroy_handle(device, handle); }
+  void operator()(B& b, int device, T& handle) const noexcept {
+    b.destroy_handle(device, handle);
+  }
 };
 struct DestroyEvent {
   template <class B, class T>
-  void operator()(B& b, int device, T& event) const noexcept { b.destroy_event(device, event); }
+  void operator()(B& b, int device, T& event) const noexcept {
+    b.destroy_event(device, event);
+  }
 };
 
 }  // namespace detail
@@ -125,8 +131,7 @@ class CudnnState {
   void join_into_after_failure(stream_type caller) noexcept {
     try {
       join_into(caller);
-    } catch (...) {
-    }
+    } catch (...) {}
   }
 
   const int device_;

@@ -20,10 +20,10 @@
 #include <cstdint>
 #include <memory>
 
-#include "glassbox/sim/fake_handle.hpp"
-#include "glassbox/sim/sim_stream.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
 #include "glassbox/metrics/registry.hpp"
+#include "glassbox/sim/fake_handle.hpp"
+#include "glassbox/sim/sim_stream.hpp"
 
 namespace glassbox::cudnn {
 

@@ -83,7 +83,8 @@ class DeviceThreadHandlePool : public std::enable_shared_from_this<DeviceThreadH
   handle_type reserve(int device) {
     Window& w = window();
     auto d = static_cast<std::size_t>(device);
-    if (d < w.slots.size() && w.slots[d].held) [[likely]] return w.slots[d].handle;
+    if (d < w.slots.size() && w.slots[d].held) [[likely]]
+      return w.slots[d].handle;
     return reserve_slow(w, device);
   }
 
@@ -135,7 +136,8 @@ class DeviceThreadHandlePool : public std::enable_shared_from_this<DeviceThreadH
       : factory_(std::move(factory)), library_(factory_.library()), registry_(registry) {}
 
   Window& window() {
-    if (tl_last_id == id_) [[likely]] return *tl_last;
+    if (tl_last_id == id_) [[likely]]
+      return *tl_last;
     return window_slow();
   }
 

@@ -27,7 +27,7 @@ struct DurationStat {
 
 struct ClassStats {
   std::size_t block_size = 0;
-  Stat allocations;      ///< host blocks of this size held
+  Stat allocations;  ///< host blocks of this size held
   Stat allocated_bytes;
   /// Blocks given out and not yet reusable (in use, or waiting on events).
   /// Blocks in thread caches count as active in `peak` (see HostStats).

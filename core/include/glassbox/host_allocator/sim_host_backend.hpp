@@ -8,8 +8,8 @@
 #include <map>
 #include <mutex>
 
-#include "glassbox/sim/sim_stream.hpp"
 #include "glassbox/host_allocator/host_backend.hpp"
+#include "glassbox/sim/sim_stream.hpp"
 
 namespace glassbox::host_allocator {
 

@@ -22,7 +22,7 @@ class SizeClasses {
   /// Class index of a request (1 <= size <= kMaxRequest).
   std::uint32_t index(std::size_t size) const noexcept {
     if (policy_ == SizeClassPolicy::pow2) return static_cast<std::uint32_t>(std::bit_width(size - 1));
-    if (size <= 4) return static_cast<std::uint32_t>(size - 1);  // 1, 2, 3, 4: exact
+    if (size <= 4) return static_cast<std::uint32_t>(size - 1);        // 1, 2, 3, 4: exact
     unsigned k = static_cast<unsigned>(std::bit_width(size - 1)) - 1;  // 2^k < size <= 2^(k+1)
     std::size_t step = std::size_t{1} << (k - 2);
     std::size_t j = (size - (std::size_t{1} << k) + step - 1) / step;  // 1..4
@@ -39,9 +39,7 @@ class SizeClasses {
   }
 
   /// The `bucket` metric label: log2 of the block size, rounded down.
-  unsigned bucket(std::uint32_t index) const noexcept {
-    return static_cast<unsigned>(std::bit_width(size(index))) - 1;
-  }
+  unsigned bucket(std::uint32_t index) const noexcept { return static_cast<unsigned>(std::bit_width(size(index))) - 1; }
 
   SizeClassPolicy policy() const noexcept { return policy_; }
 

@@ -9,8 +9,7 @@ namespace glassbox::sim {
 /// Takes one injected fault if any are left; true when this call must fail.
 inline bool take_fault(std::atomic<int>& left) noexcept {
   int n = left.load();
-  while (n > 0 && !left.compare_exchange_weak(n, n - 1)) {
-  }
+  while (n > 0 && !left.compare_exchange_weak(n, n - 1)) {}
   return n > 0;
 }
 

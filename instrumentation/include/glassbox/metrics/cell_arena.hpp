@@ -52,9 +52,11 @@ extern thread_local constinit ThreadCells* tl_cells;
 /// The calling thread's cell, or nullptr when the slow path must run.
 inline std::atomic<std::uint64_t>* local_cell(CellId id) noexcept {
   ThreadCells* tc = tl_cells;
-  if (tc == nullptr) [[unlikely]] return nullptr;
+  if (tc == nullptr) [[unlikely]]
+    return nullptr;
   Chunk* chunk = tc->chunks[id / kChunkCells].load(std::memory_order_relaxed);
-  if (chunk == nullptr) [[unlikely]] return nullptr;
+  if (chunk == nullptr) [[unlikely]]
+    return nullptr;
   return &chunk->cells[id % kChunkCells];
 }
 

@@ -35,9 +35,8 @@ class Gauge {
   template <class Fn>
   void update(Fn fn) const noexcept {
     std::uint64_t old = bits_->load(std::memory_order_relaxed);
-    while (!bits_->compare_exchange_weak(
-        old, std::bit_cast<std::uint64_t>(fn(std::bit_cast<double>(old))), std::memory_order_relaxed)) {
-    }
+    while (!bits_->compare_exchange_weak(old, std::bit_cast<std::uint64_t>(fn(std::bit_cast<double>(old))),
+                                         std::memory_order_relaxed)) {}
   }
 
   std::shared_ptr<std::atomic<std::uint64_t>> bits_;

@@ -13,9 +13,9 @@ enum class MetricType { counter, gauge, histogram };
 using LabelPairs = std::vector<std::pair<std::string, std::string>>;
 
 struct HistogramValue {
-  std::vector<double> upper_bounds;     ///< finite bounds, ascending; +Inf is implied
-  std::vector<std::uint64_t> buckets;   ///< per bucket, not cumulative; last is +Inf
-  std::uint64_t count = 0;              ///< equals the sum of buckets
+  std::vector<double> upper_bounds;    ///< finite bounds, ascending; +Inf is implied
+  std::vector<std::uint64_t> buckets;  ///< per bucket, not cumulative; last is +Inf
+  std::uint64_t count = 0;             ///< equals the sum of buckets
   double sum = 0.0;
 };
 
@@ -36,8 +36,7 @@ using Snapshot = std::vector<FamilySnapshot>;
 
 /// The series of `name` whose labels include every pair in `labels`, or
 /// nullptr. Meant for tests and tools, not hot paths.
-const SeriesSnapshot* find_series(const Snapshot& snapshot, const std::string& name,
-                                  const LabelPairs& labels = {});
+const SeriesSnapshot* find_series(const Snapshot& snapshot, const std::string& name, const LabelPairs& labels = {});
 
 /// The sum of the values of every series of `name` whose labels include every
 /// pair in `labels` (e.g. one state across all buckets); 0 when none.

@@ -51,8 +51,8 @@ struct PropagatedContext {
 
 /// `get(name)` returns the header's value, empty when absent.
 template <class Getter>
-  requires std::convertible_to<std::invoke_result_t<Getter&, std::string_view>, std::string_view>
-PropagatedContext extract(Getter&& get) {
+requires std::convertible_to<std::invoke_result_t<Getter&, std::string_view>, std::string_view> PropagatedContext
+extract(Getter&& get) {
   PropagatedContext out;
   auto parent = parse_traceparent(get(kTraceparentHeader));
   if (!parent) return out;  // tracestate means nothing without its traceparent
@@ -64,7 +64,7 @@ PropagatedContext extract(Getter&& get) {
 /// Calls `set(name, value)` for traceparent, and for tracestate when it is not
 /// empty; does nothing for an invalid context.
 template <class Setter>
-  requires std::invocable<Setter&, std::string_view, const std::string&>
+requires std::invocable<Setter&, std::string_view, const std::string&>
 void inject(const SpanContext& context, std::string_view tracestate, Setter&& set) {
   std::string parent = format_traceparent(context);
   if (parent.empty()) return;

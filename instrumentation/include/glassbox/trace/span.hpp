@@ -26,7 +26,8 @@ extern constinit thread_local SpanContext current;
 class Span {
  public:
   explicit Span(std::string_view name, SpanKind kind = SpanKind::internal) {
-    if (detail::tracing_on.load(std::memory_order_relaxed)) [[unlikely]] start(name, kind);
+    if (detail::tracing_on.load(std::memory_order_relaxed)) [[unlikely]]
+      start(name, kind);
   }
   ~Span() { end(); }
   Span(const Span&) = delete;
@@ -41,8 +42,7 @@ class Span {
     return set_attribute(key, AttributeValue(std::string(value)));
   }
   template <std::integral T>
-    requires(!std::same_as<T, bool>)
-  Span& set_attribute(std::string_view key, T value) {
+  requires(!std::same_as<T, bool>) Span& set_attribute(std::string_view key, T value) {
     return set_attribute(key, AttributeValue(static_cast<std::int64_t>(value)));
   }
   void set_status(StatusCode code, std::string_view message = {});

@@ -15,7 +15,10 @@ class SpanProcessor {
   /// Called on the thread that ended the span; must not block on I/O.
   virtual void on_end(SpanData&& span) noexcept = 0;
   /// Exports what is queued; false when `timeout` ran out first.
-  virtual bool force_flush(std::chrono::milliseconds timeout) { (void)timeout; return true; }
+  virtual bool force_flush(std::chrono::milliseconds timeout) {
+    (void)timeout;
+    return true;
+  }
   virtual void shutdown(std::chrono::milliseconds timeout) { (void)timeout; }
 };
 

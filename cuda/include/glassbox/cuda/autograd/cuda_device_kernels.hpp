@@ -47,8 +47,7 @@ class CudaDeviceKernels final : public autograd::DeviceKernels {
   void copy_to_host(int device, const float* in, float* host, std::size_t n) override;
   void copy(int src_device, const float* in, int dst_device, float* out, std::size_t n) override;
   void unary(int device, autograd::UnaryOp op, const float* x, float* out, std::size_t n, float alpha) override;
-  void binary(int device, autograd::BinaryOp op, const float* a, const float* b, float* out,
-              std::size_t n) override;
+  void binary(int device, autograd::BinaryOp op, const float* a, const float* b, float* out, std::size_t n) override;
   void reduce(int device, autograd::ReduceOp op, const float* a, const float* b, float* out, std::size_t n,
               float alpha) override;
   void log_softmax(int device, const float* x, float* out, std::size_t rows, std::size_t cols) override;
@@ -59,12 +58,12 @@ class CudaDeviceKernels final : public autograd::DeviceKernels {
   void nll_loss_backward(int device, const float* g, const std::int64_t* targets, float* out, std::size_t rows,
                          std::size_t cols) override;
   void gemm(int device, const autograd::GemmArgs& args) override;
-  void conv2d_forward(int device, const autograd::Conv2dGeometry& g, const float* x, const float* w,
-                      const float* bias, float* y) override;
+  void conv2d_forward(int device, const autograd::Conv2dGeometry& g, const float* x, const float* w, const float* bias,
+                      float* y) override;
   void conv2d_backward_input(int device, const autograd::Conv2dGeometry& g, const float* dy, const float* w,
                              float* dx) override;
-  void conv2d_backward_weight(int device, const autograd::Conv2dGeometry& g, const float* x, const float* dy,
-                              float* dw, float* dbias) override;
+  void conv2d_backward_weight(int device, const autograd::Conv2dGeometry& g, const float* x, const float* dy, float* dw,
+                              float* dbias) override;
   void bind_thread(int device) noexcept override;
 
  private:
