@@ -13,13 +13,19 @@ def row(side, metric, threads, rate):
     return json.dumps({"side": side, "metric": metric, "threads": threads, "calls_per_second": rate})
 
 
-def table(lines):
+def run_table(lines):
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
         f.write("\n".join(lines) + "\n")
     try:
-        return subprocess.run([sys.executable, SCRIPT, f.name], check=True, capture_output=True, text=True).stdout
+        return subprocess.run([sys.executable, SCRIPT, f.name], capture_output=True, text=True)
     finally:
         os.unlink(f.name)
+
+
+def table(lines):
+    result = run_table(lines)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
 
 
 def line_of(out, start):
@@ -31,8 +37,17 @@ class CompareTable(unittest.TestCase):
         out = table([row("glassbox", "m", 1, r) for r in (1e6, 4e6, 2e6)] +
                     [row("pytorch", "m", 1, r) for r in (1e6, 1e6, 2e6)])
         cells = line_of(out, "m @1 thr")
-        # medians 2 M/s and 1 M/s; the n-th runs' ratios are 1, 4 and 1
-        self.assertEqual(cells[3:], ["2.00", "M/s", "1.00", "M/s", "2.0x", "3/3", "1.0-4.0x"])
+        # medians 2 M/s and 1 M/s; the n-th runs' ratios are 1, 4 and 1: their median is 1
+        self.assertEqual(cells[3:], ["2.00", "M/s", "1.00", "M/s", "1.0x", "3/3", "1.0-4.0x"])
+
+    def test_a_row_whose_sides_ran_a_different_number_of_times_is_refused_by_name(self):
+        result = run_table([row("glassbox", "m", 1, r) for r in (1e6, 2e6, 3e6)] +
+                           [row("pytorch", "m", 1, r) for r in (1e6, 1e6)] +
+                           [row("glassbox", "n", 1, 1e6), row("pytorch", "n", 1, 1e6)])
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("refused m @1 thr: glassbox ran 3 times, PyTorch 2", result.stderr)
+        self.assertFalse(any(l.startswith("m @1 thr") for l in result.stdout.splitlines()))
+        self.assertTrue(any(l.startswith("n @1 thr") for l in result.stdout.splitlines()))
 
     def test_a_single_run_has_no_range(self):
         cells = line_of(table([row("glassbox", "m", 1, 3e3), row("pytorch", "m", 1, 1e3)]), "m @1 thr")
