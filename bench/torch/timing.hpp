@@ -3,6 +3,8 @@
 // fixed number of calls on each of `threads` threads started together, and
 // report the median over repetitions of total calls per second (wall clock);
 // or, for thread churn, start fresh threads that make one call each.
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <atomic>
 #include <barrier>
@@ -120,6 +122,40 @@ inline void report(const char* side, const char* metric, int threads, double cal
   std::fflush(stdout);
 }
 
+/// The CUDA runtime call counter (bench/driver_calls), present when the
+/// process was started with it in LD_PRELOAD; null otherwise.
+using DriverCallCounts = std::size_t (*)(const char* const** names, const std::atomic<unsigned long long>** values);
+inline DriverCallCounts driver_call_counter() {
+  static const auto counter = reinterpret_cast<DriverCallCounts>(dlsym(RTLD_DEFAULT, "glassbox_cuda_call_counts"));
+  return counter;
+}
+
+/// Instead of timing `fn`, one JSON line with the CUDA runtime calls per call
+/// of it, counted over `calls` warm calls on one thread (every thread of the
+/// process counts: a side's background work is part of what it pays).
+template <class Fn>
+void report_driver_calls(const char* side, const char* metric, Fn fn, long calls = 10000) {
+  const char* const* names = nullptr;
+  const std::atomic<unsigned long long>* values = nullptr;
+  const std::size_t n = driver_call_counter()(&names, &values);
+  for (int i = 0; i < 1000; ++i) keep(fn());
+  std::vector<unsigned long long> before(n);
+  for (std::size_t i = 0; i < n; ++i) before[i] = values[i].load(std::memory_order_relaxed);
+  for (long i = 0; i < calls; ++i) keep(fn());
+  std::string per_call;
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned long long made = values[i].load(std::memory_order_relaxed) - before[i];
+    if (made == 0) continue;
+    char cell[96];
+    std::snprintf(cell, sizeof cell, "%s\"%s\":%.4g", per_call.empty() ? "" : ",", names[i],
+                  static_cast<double>(made) / static_cast<double>(calls));
+    per_call += cell;
+  }
+  std::printf("{\"side\":\"%s\",\"metric\":\"%s\",\"threads\":1,\"driver_calls_per_call\":{%s}}\n", side, metric,
+              per_call.c_str());
+  std::fflush(stdout);
+}
+
 /// The warm thread counts every comparison sweeps; the short sweep is for
 /// paths that serialise in the driver from a few threads on, on both sides.
 inline constexpr int kThreadSweep[] = {1, 2, 4, 8, 16};
@@ -127,8 +163,10 @@ inline constexpr int kShortThreadSweep[] = {1, 4, 16};
 
 /// Calibrates `fn` on one thread, then reports its median rate at each of
 /// `threads` thread counts.
+/// With the call counter loaded, reports driver calls per call instead.
 template <class Fn>
 void report_sweep(const char* side, const char* metric, Fn fn, std::span<const int> threads = kThreadSweep) {
+  if (driver_call_counter() != nullptr) return report_driver_calls(side, metric, fn);
   const long calls = calibrate(fn);
   for (int t : threads) report(side, metric, t, median_calls_per_second(fn, t, calls));
 }

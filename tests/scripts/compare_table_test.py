@@ -58,6 +58,14 @@ class CompareTable(unittest.TestCase):
         self.assertEqual(line_of(out, "cuda: floor @1 thr")[4:], ["4.00", "M/s", "250"])
         self.assertFalse(any(l.startswith("floor") for l in out.splitlines()))
 
+    def test_driver_calls_are_listed_per_side_apart_from_the_rates(self):
+        calls = json.dumps({"side": "pytorch", "metric": "m", "threads": 1,
+                            "driver_calls_per_call": {"cudaEventRecord": 1, "cudaThreadExchangeStreamCaptureMode": 2}})
+        out = table([row("glassbox", "m", 1, 2e6), row("pytorch", "m", 1, 1e6), calls])
+        self.assertEqual(line_of(out, "m pytorch"),
+                         ["m", "pytorch", "cudaEventRecord", "1,", "cudaThreadExchangeStreamCaptureMode", "2"])
+        self.assertEqual(line_of(out, "m @1 thr")[7:9], ["2.0x", "1/1"])
+
     def test_scaling_is_each_sides_rate_over_its_one_thread_rate(self):
         out = table([row("glassbox", "m", 1, 1e6), row("glassbox", "m", 8, 6e6),
                      row("pytorch", "m", 1, 2e6), row("pytorch", "m", 8, 3e6)])
