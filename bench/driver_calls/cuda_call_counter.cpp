@@ -11,29 +11,29 @@
 
 // The calls counted: those either allocator's paths make (events, capture
 // mode, host memory, device selection, synchronisation).
-#define GLASSBOX_COUNTED_CALLS(X)                                                                                   \
-  X(cudaEventRecord, (cudaEvent_t e, cudaStream_t s), (e, s))                                                       \
-  X(cudaEventRecordWithFlags, (cudaEvent_t e, cudaStream_t s, unsigned int f), (e, s, f))                           \
-  X(cudaEventQuery, (cudaEvent_t e), (e))                                                                           \
-  X(cudaEventSynchronize, (cudaEvent_t e), (e))                                                                     \
-  X(cudaEventCreate, (cudaEvent_t * e), (e))                                                                        \
-  X(cudaEventCreateWithFlags, (cudaEvent_t * e, unsigned int f), (e, f))                                            \
-  X(cudaEventDestroy, (cudaEvent_t e), (e))                                                                         \
-  X(cudaStreamIsCapturing, (cudaStream_t s, cudaStreamCaptureStatus * c), (s, c))                                   \
-  X(cudaThreadExchangeStreamCaptureMode, (cudaStreamCaptureMode * m), (m))                                          \
-  X(cudaStreamQuery, (cudaStream_t s), (s))                                                                         \
-  X(cudaStreamSynchronize, (cudaStream_t s), (s))                                                                   \
-  X(cudaStreamWaitEvent, (cudaStream_t s, cudaEvent_t e, unsigned int f), (s, e, f))                                \
-  X(cudaGetDevice, (int* d), (d))                                                                                   \
-  X(cudaSetDevice, (int d), (d))                                                                                    \
-  X(cudaHostAlloc, (void** p, size_t n, unsigned int f), (p, n, f))                                                 \
-  X(cudaMallocHost, (void** p, size_t n), (p, n))                                                                   \
-  X(cudaFreeHost, (void* p), (p))                                                                                   \
-  X(cudaHostRegister, (void* p, size_t n, unsigned int f), (p, n, f))                                               \
-  X(cudaHostUnregister, (void* p), (p))                                                                             \
-  X(cudaHostGetDevicePointer, (void** d, void* p, unsigned int f), (d, p, f))                                       \
-  X(cudaPointerGetAttributes, (cudaPointerAttributes * a, const void* p), (a, p))                                   \
-  X(cudaGetLastError, (), ())                                                                                       \
+#define GLASSBOX_COUNTED_CALLS(X)                                                         \
+  X(cudaEventRecord, (cudaEvent_t e, cudaStream_t s), (e, s))                             \
+  X(cudaEventRecordWithFlags, (cudaEvent_t e, cudaStream_t s, unsigned int f), (e, s, f)) \
+  X(cudaEventQuery, (cudaEvent_t e), (e))                                                 \
+  X(cudaEventSynchronize, (cudaEvent_t e), (e))                                           \
+  X(cudaEventCreate, (cudaEvent_t * e), (e))                                              \
+  X(cudaEventCreateWithFlags, (cudaEvent_t * e, unsigned int f), (e, f))                  \
+  X(cudaEventDestroy, (cudaEvent_t e), (e))                                               \
+  X(cudaStreamIsCapturing, (cudaStream_t s, cudaStreamCaptureStatus * c), (s, c))         \
+  X(cudaThreadExchangeStreamCaptureMode, (cudaStreamCaptureMode * m), (m))                \
+  X(cudaStreamQuery, (cudaStream_t s), (s))                                               \
+  X(cudaStreamSynchronize, (cudaStream_t s), (s))                                         \
+  X(cudaStreamWaitEvent, (cudaStream_t s, cudaEvent_t e, unsigned int f), (s, e, f))      \
+  X(cudaGetDevice, (int* d), (d))                                                         \
+  X(cudaSetDevice, (int d), (d))                                                          \
+  X(cudaHostAlloc, (void** p, size_t n, unsigned int f), (p, n, f))                       \
+  X(cudaMallocHost, (void** p, size_t n), (p, n))                                         \
+  X(cudaFreeHost, (void* p), (p))                                                         \
+  X(cudaHostRegister, (void* p, size_t n, unsigned int f), (p, n, f))                     \
+  X(cudaHostUnregister, (void* p), (p))                                                   \
+  X(cudaHostGetDevicePointer, (void** d, void* p, unsigned int f), (d, p, f))             \
+  X(cudaPointerGetAttributes, (cudaPointerAttributes * a, const void* p), (a, p))         \
+  X(cudaGetLastError, (), ())                                                             \
   X(cudaPeekAtLastError, (), ())
 
 namespace {
@@ -72,11 +72,11 @@ std::size_t glassbox_cuda_call_counts(const char* const** names, const std::atom
   return kCalls;
 }
 
-#define GLASSBOX_WRAP(name, params, args)                                           \
-  cudaError_t CUDARTAPI name params {                                               \
-    static auto* const real = next<decltype(name)>(#name);                          \
-    counts[k_##name].fetch_add(1, std::memory_order_relaxed);                       \
-    return real args;                                                               \
+#define GLASSBOX_WRAP(name, params, args)                     \
+  cudaError_t CUDARTAPI name params {                         \
+    static auto* const real = next<decltype(name)>(#name);    \
+    counts[k_##name].fetch_add(1, std::memory_order_relaxed); \
+    return real args;                                         \
   }
 GLASSBOX_COUNTED_CALLS(GLASSBOX_WRAP)
 #undef GLASSBOX_WRAP
