@@ -53,6 +53,11 @@ class SanitizerSummary(unittest.TestCase):
         self.assertEqual(r.returncode, 1, r.stdout)
         self.assertIn("Invalid __global__ read", r.stdout)
 
+    def test_the_summaries_of_a_child_process_add_up(self):
+        r = self.run_on(log(LEAK, summary="ERROR SUMMARY: 1 error") + log(LEAK, summary="ERROR SUMMARY: 1 error"))
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertIn("2 reported, 2 by design, 0 errors", r.stdout)
+
     def test_racecheck_hazards_fail(self):
         r = self.run_on(log(summary="RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"))
         self.assertEqual(r.returncode, 1, r.stdout)
