@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "glassbox/cuda/cuda_check.hpp"
+#include "glassbox/cuda/current_stream.hpp"
 #include "glassbox/cuda/handle_pool/current_handles.hpp"
 #include "test_kernels.hpp"
 
@@ -139,6 +140,27 @@ TEST_F(GpuHandles, ChangingStreamsRebindsTheHandle) {
   cudaStream_t bound = nullptr;
   gcu::check_cublas(cublasGetStream(h2, &bound), "cublasGetStream");
   EXPECT_EQ(bound, two.stream);
+}
+
+TEST_F(GpuHandles, TheAccessorsWithoutArgumentsFollowTheCurrentDeviceAndStream) {
+  gcu::check_cuda(cudaSetDevice(0), "cudaSetDevice");
+  DeviceBuffers buf;
+  auto bound_stream = [](cublasHandle_t h) {
+    cudaStream_t s = reinterpret_cast<cudaStream_t>(1);
+    gcu::check_cublas(cublasGetStream(h, &s), "cublasGetStream");
+    return s;
+  };
+  {
+    gcu::StreamGuard guard(0, buf.stream);
+    cublasHandle_t h = gh::current_cublas_handle();
+    EXPECT_EQ(h, gh::current_cublas_handle(0, buf.stream));
+    EXPECT_EQ(bound_stream(h), buf.stream);
+    cudaStream_t cudnn_bound = nullptr;
+    gcu::check_cudnn(cudnnGetStream(gh::current_cudnn_handle(), &cudnn_bound), "cudnnGetStream");
+    EXPECT_EQ(cudnn_bound, buf.stream);
+  }
+  EXPECT_EQ(gcu::current_stream(0), nullptr);
+  EXPECT_EQ(bound_stream(gh::current_cublas_handle()), nullptr);
 }
 
 TEST_F(GpuHandles, CublasLtHandlesRunAMatmulFromManyThreads) {

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "glassbox/cuda/current_stream.hpp"
+
 namespace glassbox::handle_pool {
 
 namespace {
@@ -137,6 +139,11 @@ cublasHandle_t current_cublas_handle(int device, cudaStream_t stream) {
   return cublas_slow(device, stream);
 }
 
+cublasHandle_t current_cublas_handle() {
+  const int device = cuda::current_device();
+  return current_cublas_handle(device, cuda::current_stream(device));
+}
+
 cublasLtHandle_t current_cublaslt_handle(int device) { return cublaslt_pool().reserve(device); }
 
 cudnnHandle_t current_cudnn_handle(int device, cudaStream_t stream) {
@@ -144,6 +151,11 @@ cudnnHandle_t current_cudnn_handle(int device, cudaStream_t stream) {
   if (last.handle != nullptr && last.device == device && last.stream == stream) [[likely]]
     return last.handle;
   return cudnn_slow(device, stream);
+}
+
+cudnnHandle_t current_cudnn_handle() {
+  const int device = cuda::current_device();
+  return current_cudnn_handle(device, cuda::current_stream(device));
 }
 
 }  // namespace glassbox::handle_pool

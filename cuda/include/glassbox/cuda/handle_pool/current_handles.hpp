@@ -7,6 +7,9 @@
 // workspace of its own for that stream (size from CUBLAS_WORKSPACE_CONFIG,
 // default 32 MiB), as PyTorch does; a thread that keeps using one stream pays
 // for neither again. Do not call cublasSetStream on these handles yourself.
+// The overloads without arguments find the device and stream themselves: the
+// thread's current device and its current stream there (current_stream.hpp),
+// the job PyTorch's getCurrentCUDABlasHandle() does.
 #include "glassbox/cuda/handle_pool/cuda_handle_factories.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
 
@@ -21,8 +24,10 @@ CublasLtPool& cublaslt_pool();
 CudnnPool& cudnn_pool();
 
 cublasHandle_t current_cublas_handle(int device, cudaStream_t stream);
+cublasHandle_t current_cublas_handle();
 cublasLtHandle_t current_cublaslt_handle(int device);
 cudnnHandle_t current_cudnn_handle(int device, cudaStream_t stream);
+cudnnHandle_t current_cudnn_handle();
 
 /// Bytes of the per-(handle, stream) cuBLAS workspace: CUBLAS_WORKSPACE_CONFIG
 /// (":KiB:count" pairs, summed) or 32 MiB. A malformed value throws ConfigError.
