@@ -8,16 +8,18 @@
 
 namespace glassbox::host_allocator {
 
-namespace {
-
-struct LocalEntry {
+// Outside the anonymous namespace: CachingHostAllocator befriends it by
+// this name, so that it may name the private Impl.
+struct LocalCacheEntry {
   std::uint64_t allocator_id;
   std::weak_ptr<CachingHostAllocator::Impl> allocator;
   std::shared_ptr<ThreadCache> cache;
 };
 
+namespace {
+
 struct LocalCaches {
-  std::vector<LocalEntry> entries;
+  std::vector<LocalCacheEntry> entries;
   ~LocalCaches();
 };
 

@@ -50,6 +50,11 @@ struct HostAllocation {
   void* ctx = nullptr;
 };
 
+/// Defaults read the environment: `config` is HostAllocatorConfig::from_env()
+/// (GLASSBOX_HOST_ALLOC_CONF, see host_allocator_config.hpp) each time options
+/// are constructed, so an operator tunes a service's allocator without a
+/// rebuild; set `config` in code to ignore the variable. A malformed value
+/// throws ConfigError from here.
 struct HostAllocatorOptions {
   HostAllocatorConfig config = HostAllocatorConfig::from_env();
   metrics::Registry* registry = &metrics::Registry::global();
@@ -87,21 +92,56 @@ class CachingHostAllocator {
   /// empties private pools that were released.
   void empty_cache();
 
+  /// From now until end_allocate_to_pool(id), allocations whose current
+  /// stream `filter` accepts come from private pool `id` (created on first
+  /// use); the first active pool whose filter accepts wins. While any pool is
+  /// active, every allocate() asks the backend for its current stream and
+  /// runs the filters under a shared lock; with none active, that check is a
+  /// single relaxed load, so capture support costs the common path nothing.
+  /// Each call takes one use of the pool, which release_pool() gives back.
+  /// Throws Error when `id` is already active.
   void begin_allocate_to_pool(PoolId id, std::function<bool(StreamId)> filter);
+  /// Stops sending allocations to pool `id`. The pool keeps its blocks, and
+  /// blocks of it freed later go back to it rather than to the default pool,
+  /// ready for the next begin_allocate_to_pool(id) (a graph captured again,
+  /// or another graph sharing the pool). Throws Error when `id` is not active.
   void end_allocate_to_pool(PoolId id);
+  /// Gives back one use of pool `id`. At none, the next empty_cache() returns
+  /// the pool's free blocks to the backend and drops the pool once it holds
+  /// no block; a block allocated during capture and used on a stream never
+  /// becomes free, so a pool that has one stays until the allocator is
+  /// destroyed. A begin_allocate_to_pool(id) before then takes the pool up
+  /// again. Throws Error when there is no pool `id`.
   void release_pool(PoolId id);
 
+  /// The statistics now, per size class and in total. Blocks in thread caches
+  /// count as cached, not active. Not one atomic snapshot: each class is read
+  /// under its own lock while other threads go on allocating. Reaching into
+  /// every thread's cache costs one membarrier system call, which interrupts
+  /// each CPU running a thread of this process (unless GLASSBOX_NO_MEMBARRIER
+  /// or the kernel ruled it out, see detail/biased_lock.hpp): poll it at a
+  /// monitoring rate, not per allocation.
   HostStats stats() const;
+  /// Zeroes what stats() accumulates: `allocated` and `freed` of every Stat,
+  /// the backend alloc/free timings, and each class's `requests` and
+  /// `cache_hits`; current values and peaks stay. The metric series are left
+  /// alone: Prometheus counters must only grow, and other allocators may
+  /// share the series.
   void reset_accumulated_stats();
+  /// Lowers every peak of stats() to its current value, to measure the peak
+  /// of what follows.
   void reset_peak_stats();
 
   const HostAllocatorConfig& config() const noexcept;
   /// The block size a request of `size` gets.
   std::size_t round_size(std::size_t size) const;
 
-  struct Impl;
-
  private:
+  // Defined in core/src/host_allocator/allocator_impl.hpp. Shared, because
+  // each thread's list of its caches (thread_cache.cpp) holds it weakly: an
+  // allocator may die before the threads that used it, or after them.
+  struct Impl;
+  friend struct LocalCacheEntry;  // that list's entry, which names Impl
   std::shared_ptr<Impl> impl_;
 };
 

@@ -8,6 +8,10 @@
 
 namespace glassbox::metrics {
 
+/// Thread-safety: inc() from any number of threads at once, without a lock
+/// (a thread's very first metric update registers its cells under the
+/// arena's lock, once). value() and scrapes sum every thread's cell, so an
+/// inc() racing with them is counted in that read or in the next.
 class Counter {
  public:
   struct Config {};

@@ -44,6 +44,9 @@ class FamilyBase {
 
 /// `Metric` provides: a Config type, static Metric create(const Config&),
 /// static constexpr MetricType type, and void read_locked(SeriesSnapshot&) const.
+/// Thread-safety: with() may be called from any thread at once (it takes the
+/// family's mutex); the handles it returns may be copied to and updated from
+/// any thread, and outlive the family: their storage is never freed.
 template <class Metric>
 class Family final : public FamilyBase {
  public:

@@ -11,6 +11,10 @@
 
 namespace glassbox::metrics {
 
+/// Thread-safety: every member may be called from any thread at once. set()
+/// is a relaxed store; add(), sub() and set_max() are compare-and-swap loops
+/// on the one shared word, so threads updating one gauge take turns on its
+/// cache line. Counts that change on hot paths belong in an UpDownCounter.
 class Gauge {
  public:
   struct Config {};

@@ -12,6 +12,10 @@
 
 namespace glassbox::metrics {
 
+/// Thread-safety: observe() from any number of threads at once, without a
+/// lock, on the calling thread's cells (its bucket, then the sum). value() and
+/// scrapes do not stop writers, so a read racing with an observe() may see
+/// one of its two updates and not the other; the next read has both.
 class Histogram {
  public:
   struct Config {

@@ -19,6 +19,12 @@
 
 namespace glassbox::metrics {
 
+/// Thread-safety: every member may be called from any thread at once.
+/// Declaring a family takes the registry's mutex, and with() the family's, so
+/// parts resolve their series once and keep the handles; hot-path updates
+/// take neither lock (see cell_arena.hpp), so a snapshot() does not stall them.
+/// Families are never removed: the references returned live as long as the
+/// registry.
 class Registry {
  public:
   Registry() = default;
