@@ -27,7 +27,8 @@ cudaStream_t current_stream(int device) noexcept {
 }
 
 void set_current_stream(int device, cudaStream_t stream) {
-  if (device < 0) throw ConfigError("set_current_stream: device " + std::to_string(device) + " is not a device index (0 or more)");
+  if (device < 0)
+    throw ConfigError("set_current_stream: device " + std::to_string(device) + " is not a device index (0 or more)");
   const auto d = static_cast<std::size_t>(device);
   if (tl_streams.size() <= d) tl_streams.resize(d + 1, nullptr);
   tl_streams[d] = stream;
