@@ -1,7 +1,8 @@
 #pragma once
-// Devices as the engine sees them: an index, -1 for the CPU. In this phase a
-// device is a scheduling domain (its own ready queue and worker thread);
-// tensor data always lives in host memory.
+// Devices as the engine sees them: an index, -1 for the CPU. A device is a
+// scheduling domain (its own ready queue and worker thread); where its data
+// lives is the installed device kernels' business (tensor.hpp): GPU memory
+// with glassbox::cuda's, host memory when none are installed.
 #include <string>
 
 namespace glassbox::autograd {
