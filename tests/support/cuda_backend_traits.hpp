@@ -252,6 +252,9 @@ struct CudaCudnnTraits {
   }
   static Backend make_backend(metrics::Registry&) { return Backend{}; }
   static void host_task(cudaStream_t stream, std::function<void()> task) { cuda_host_task(stream, std::move(task)); }
+  static void synchronize(cudaStream_t stream) {
+    cuda::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  }
   static std::optional<std::size_t> live_state_streams(const Backend&) { return std::nullopt; }
 };
 

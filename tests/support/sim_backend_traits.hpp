@@ -104,7 +104,9 @@ struct SimHostTraits {
   static void end_capture(Stream& s) { s.native()->end_capture(); }
   /// Queues, during capture, work that reads the `bytes` at `ptr` (CUDA: a
   /// captured copy the graph replays later; the sim records nothing).
-  static void read_during_capture(Stream& s, const void*, std::size_t) { s.native()->enqueue([] {}); }
+  static void read_during_capture(Stream& s, const void*, std::size_t) {
+    s.native()->enqueue([] {});
+  }
 
   /// Queues on `s` a copy of the `bytes` at `ptr`, made when the stream gets
   /// there (after any gate queued before it).
@@ -146,8 +148,10 @@ struct SimCudnnTraits {
   static Backend make_backend(metrics::Registry& registry) {
     return Backend({.device_count = 2, .state_streams = sim::SimStream::Mode::worker}, registry);
   }
-  static void host_task(sim::SimStream* stream, std::function<void()> task) {
-    sim_host_task(stream, std::move(task));
+  static void host_task(sim::SimStream* stream, std::function<void()> task) { sim_host_task(stream, std::move(task)); }
+  /// Waits until everything queued on `stream` so far has run.
+  static void synchronize(sim::SimStream* stream) {
+    if (stream != nullptr) stream->synchronize();
   }
   /// State streams the backend holds now; nullopt where a backend cannot tell.
   static std::optional<std::size_t> live_state_streams(const Backend& b) { return b.live().streams; }

@@ -48,34 +48,39 @@ namespace typed {
 /// How long work that must wait is given to run anyway.
 constexpr std::chrono::milliseconds kQuiet{200};
 
-/// Names logged by host tasks, in the order they ran.
+/// Names logged by host tasks, in the order they ran. The tasks share the
+/// log's state, so one that runs late (when an ordering is broken) still
+/// finds it.
 class StreamLog {
  public:
   std::function<void()> add(std::string entry) {
-    return [this, entry = std::move(entry)] {
-      std::lock_guard lock(mu_);
-      entries_.push_back(entry);
-      cv_.notify_all();
+    return [shared = shared_, entry = std::move(entry)] {
+      std::lock_guard lock(shared->mu);
+      shared->entries.push_back(entry);
+      shared->cv.notify_all();
     };
   }
   /// Whether `n` entries are logged within `limit`.
   bool reaches(std::size_t n, std::chrono::milliseconds limit) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, limit, [&] { return entries_.size() >= n; });
+    std::unique_lock lock(shared_->mu);
+    return shared_->cv.wait_for(lock, limit, [&] { return shared_->entries.size() >= n; });
   }
   std::vector<std::string> entries() const {
-    std::lock_guard lock(mu_);
-    return entries_;
+    std::lock_guard lock(shared_->mu);
+    return shared_->entries;
   }
   void clear() {
-    std::lock_guard lock(mu_);
-    entries_.clear();
+    std::lock_guard lock(shared_->mu);
+    shared_->entries.clear();
   }
 
  private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::string> entries_;
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<std::string> entries;
+  };
+  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
 };
 
 // `parties` threads meet; each waits at most `limit` for the rest. A bounded
@@ -141,14 +146,19 @@ class CudnnStateTyped : public ::testing::Test {
     run(w, caller.native(), [](State&) {});  // makes the state before any gate is closed
     caller.synchronize();
     typed::StreamLog log;
+    stream_type state_stream{};
     {
       Gate held(caller.native());
       T::host_task(caller.native(), log.add("caller before"));
-      run(w, caller.native(), [&](State& s) { T::host_task(s.stream(), log.add("through state")); });
+      run(w, caller.native(), [&](State& s) {
+        state_stream = s.stream();
+        T::host_task(s.stream(), log.add("through state"));
+      });
       EXPECT_FALSE(log.reaches(1, typed::kQuiet)) << "the state's work started before the caller's earlier work";
       held.open();
       caller.synchronize();
       EXPECT_EQ(log.entries(), (std::vector<std::string>{"caller before", "through state"}));
+      T::synchronize(state_stream);  // where the order is broken, the caller may be done first
     }
     log.clear();
     {
@@ -162,6 +172,7 @@ class CudnnStateTyped : public ::testing::Test {
       held->open();
       caller.synchronize();
       EXPECT_EQ(log.entries(), (std::vector<std::string>{"through state", "caller after"}));
+      T::synchronize(state_stream);
     }
   }
 
@@ -175,25 +186,25 @@ TYPED_TEST_SUITE_P(CudnnStateTyped);
 
 TYPED_TEST_P(CudnnStateTyped, WorkThroughAStateIsOrderedBetweenTheCallersEarlierAndLaterWork) {
   using F = typename TestFixture::State;
-  this->expect_ordered_between_callers_work(
-      [](const typename TestFixture::Wrapper& w, typename TestFixture::stream_type caller, auto f) {
-        w.with_cudnn_state(caller, 1, [&](F& s) { f(s); });
-      });
+  this->expect_ordered_between_callers_work([](const typename TestFixture::Wrapper& w,
+                                               typename TestFixture::stream_type caller,
+                                               auto f) { w.with_cudnn_state(caller, 1, [&](F& s) { f(s); }); });
 }
 
 TYPED_TEST_P(CudnnStateTyped, TheFormWithoutAStreamOrdersAgainstTheWrappersStream) {
   using F = typename TestFixture::State;
-  this->expect_ordered_between_callers_work(
-      [](const typename TestFixture::Wrapper& w, typename TestFixture::stream_type, auto f) {
-        w.with_cudnn_state(1, [&](F& s) { f(s); });
-      });
+  this->expect_ordered_between_callers_work([](const typename TestFixture::Wrapper& w,
+                                               typename TestFixture::stream_type,
+                                               auto f) { w.with_cudnn_state(1, [&](F& s) { f(s); }); });
 }
 
 TYPED_TEST_P(CudnnStateTyped, SixteenThreadsOnOneStateNeverOverlapInsideTheClosure) {
   using T = TypeParam;
   constexpr int kThreads = 16, kRounds = 200;
   this->make();
-  std::atomic<int> inside{0}, most_inside{0}, ran_on_stream{0};
+  std::atomic<int> inside{0}, most_inside{0};
+  auto ran_on_stream = std::make_shared<std::atomic<int>>(0);  // shared with the tasks, in case one runs late
+  std::atomic<typename TestFixture::stream_type> state_stream{};
   std::latch start(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
@@ -207,7 +218,8 @@ TYPED_TEST_P(CudnnStateTyped, SixteenThreadsOnOneStateNeverOverlapInsideTheClosu
           int seen = most_inside.load();
           while (now > seen && !most_inside.compare_exchange_weak(seen, now)) {}
           std::this_thread::yield();  // widen the window another thread would have to hit
-          T::host_task(s.stream(), [&] { ++ran_on_stream; });
+          state_stream = s.stream();
+          T::host_task(s.stream(), [ran_on_stream] { ++*ran_on_stream; });
           --inside;
         });
       }
@@ -216,7 +228,8 @@ TYPED_TEST_P(CudnnStateTyped, SixteenThreadsOnOneStateNeverOverlapInsideTheClosu
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(most_inside.load(), 1) << "two threads were inside one state's closure at once";
-  EXPECT_EQ(ran_on_stream.load(), kThreads * kRounds);
+  EXPECT_EQ(ran_on_stream->load(), kThreads * kRounds);
+  T::synchronize(state_stream.load());
   EXPECT_EQ(this->value("glassbox_cudnn_state_executions_total", 0, 0), kThreads * kRounds);
   EXPECT_EQ(this->series("glassbox_cudnn_state_wait_seconds", 0, 0).histogram.count,
             static_cast<std::uint64_t>(kThreads * kRounds));
@@ -254,8 +267,9 @@ TYPED_TEST_P(CudnnStateTyped, OneStateIsNeverHeldByTwoCallersAtOnce) {
   for (int t = 0; t < 2; ++t) {
     threads.emplace_back([&] {
       typename TestFixture::Stream caller;
-      this->wrapper(caller).with_cudnn_state(
-          3, [&](typename TestFixture::State&) { met += both.arrive_and_wait(std::chrono::milliseconds(200)) ? 1 : 0; });
+      this->wrapper(caller).with_cudnn_state(3, [&](typename TestFixture::State&) {
+        met += both.arrive_and_wait(std::chrono::milliseconds(200)) ? 1 : 0;
+      });
       caller.synchronize();
     });
   }
@@ -414,10 +428,12 @@ TYPED_TEST_P(CudnnStateTyped, AThrowingClosureStillOrdersTheCallerAndFreesTheSta
   typename TestFixture::Stream caller;
   auto w = this->wrapper(caller);
   typed::StreamLog log;
+  typename TestFixture::stream_type state_stream{};
   {
     std::optional<typename TestFixture::Gate> held;
     EXPECT_THROW(w.with_cudnn_state(0,
                                     [&](CudnnState& s) {
+                                      state_stream = s.stream();
                                       held.emplace(s.stream());
                                       T::host_task(s.stream(), log.add("queued before the throw"));
                                       throw std::runtime_error("cudnn call failed");
@@ -430,6 +446,7 @@ TYPED_TEST_P(CudnnStateTyped, AThrowingClosureStillOrdersTheCallerAndFreesTheSta
     caller.synchronize();
   }
   EXPECT_EQ(log.entries(), (std::vector<std::string>{"queued before the throw", "caller after"}));
+  TypeParam::synchronize(state_stream);
   bool ran = false;
   w.with_cudnn_state(0, [&](CudnnState&) { ran = true; });  // would deadlock if the lock were still held
   EXPECT_TRUE(ran);
@@ -482,8 +499,9 @@ TYPED_TEST_P(CudnnStateTyped, EveryExecuteIsASpanWithDeviceStateAndWorkspace) {
   typename TestFixture::Stream caller(last);
   auto w = this->wrapper(caller, last);
   w.with_cudnn_state(3, [](typename TestFixture::State& s) { s.workspace().get(4096); });
-  EXPECT_THROW(w.with_cudnn_state(3, [](typename TestFixture::State&) { throw std::runtime_error("no algorithm fits"); }),
-               std::runtime_error);
+  EXPECT_THROW(
+      w.with_cudnn_state(3, [](typename TestFixture::State&) { throw std::runtime_error("no algorithm fits"); }),
+      std::runtime_error);
   caller.synchronize();
 
   std::vector<trace::SpanData> spans;
