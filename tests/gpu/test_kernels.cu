@@ -31,3 +31,32 @@ void spin_then_copy(const unsigned char* src, unsigned char* dst, std::size_t n,
 }
 
 }  // namespace glassbox::testing
+
+namespace glassbox::testing {
+
+namespace {
+__device__ unsigned long long global_ns() {
+  unsigned long long t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void wait_until_open_kernel(const volatile unsigned* open, volatile unsigned* timed_out,
+                                       unsigned long long limit_ns) {
+  const unsigned long long start = global_ns();
+  while (*open == 0) {
+    if (global_ns() - start > limit_ns) {
+      *timed_out = 1;
+      return;
+    }
+    __nanosleep(1000);
+  }
+}
+}  // namespace
+
+void wait_until_open(const volatile unsigned* open, volatile unsigned* timed_out, unsigned long long limit_ns,
+                     cudaStream_t stream) {
+  wait_until_open_kernel<<<1, 1, 0, stream>>>(open, timed_out, limit_ns);
+}
+
+}  // namespace glassbox::testing

@@ -21,3 +21,14 @@ namespace glassbox::testing {
 void spin_then_copy(const unsigned char* src, unsigned char* dst, std::size_t n, long long cycles, cudaStream_t stream);
 
 }  // namespace glassbox::testing
+
+namespace glassbox::testing {
+
+/// Holds `stream` until the host writes nonzero to `*open` (device-visible
+/// memory: mapped pinned), polling it with one thread. Gives up after
+/// `limit_ns` of GPU time and sets `*timed_out`, so that a test that never
+/// opens its gate fails instead of hanging.
+void wait_until_open(const volatile unsigned* open, volatile unsigned* timed_out, unsigned long long limit_ns,
+                     cudaStream_t stream);
+
+}  // namespace glassbox::testing

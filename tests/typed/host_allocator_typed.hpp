@@ -1,0 +1,521 @@
+#pragma once
+// The caching host allocator's behaviour, written once for any backend:
+// event-based reuse (a block comes back only after every stream it was used
+// on passed its event), capture pools, empty_cache, the cached-bytes cap,
+// thread caches, stats and metrics. Instantiated for the sim backend
+// (tests/typed/sim_typed_test.cpp, label unit) and the CUDA backend
+// (tests/gpu/cuda_typed_test.cpp, label gpu; skipped without a device).
+//
+// The traits type a suite is instantiated with (tests/support/
+// sim_backend_traits.hpp, cuda_backend_traits.hpp) makes the backend and the
+// streams. A stream is held busy by a gate: events recorded behind a closed
+// gate cannot complete until the test opens it, so "not yet" is certain,
+// not a race against a timer. Gates are opened before the allocator returns
+// memory (empty_cache, the cap, its destructor): on CUDA, cudaFreeHost waits
+// for the whole device.
+//
+// What only the sim can do (manual stepping, injected faults, the reference
+// model) stays in tests/unit and tests/fault; what only a GPU shows (real
+// copies, the CUDA backend's event pool) stays in tests/gpu.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "glassbox/error.hpp"
+#include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "glassbox/metrics/registry.hpp"
+
+namespace glassbox::testing {
+
+template <class T>
+class HostAllocatorTyped : public ::testing::Test {
+ protected:
+  using Stream = typename T::Stream;
+  using Gate = typename T::Gate;
+  using Read = typename T::Read;
+
+  void SetUp() override {
+    if (std::string why = T::unavailable(); !why.empty()) GTEST_SKIP() << why;
+  }
+
+  /// Makes the backend and the allocator, configured by `conf`; once per test.
+  void make(const char* conf = "") {
+    ASSERT_EQ(allocator, nullptr) << "make() twice";
+    host_allocator::HostAllocatorOptions o;
+    o.config = host_allocator::HostAllocatorConfig::parse(conf);
+    o.registry = &registry;
+    o.warn = [this](const std::string& w) { warnings.push_back(w); };
+    backend = T::make_backend(o.config);
+    allocator = std::make_unique<host_allocator::CachingHostAllocator>(backend, o);
+  }
+
+  host_allocator::HostAllocation allocate(std::size_t size) { return allocator->allocate(size); }
+  void free(host_allocator::HostAllocation a) { allocator->free(a.ctx); }
+  host_allocator::HostStats stats() const { return allocator->stats(); }
+  /// Marks `a` as used on `s` (put a gate on `s` first to keep its event pending).
+  void record(host_allocator::HostAllocation a, Stream& s) {
+    ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, s.id()));
+  }
+  double metric(const std::string& name, const metrics::LabelPairs& labels = {}) const {
+    return metrics::sum_series(registry.snapshot(), name, labels);
+  }
+
+  /// Pinned blocks held: the backend's own count where it keeps one (the
+  /// sim's ground truth), else the allocator's.
+  std::size_t blocks_held() const {
+    if (auto n = T::live_blocks(*backend)) return *n;
+    return static_cast<std::size_t>(stats().allocations.current);
+  }
+  /// Blocks the backend allocated so far, counted the same way.
+  std::size_t blocks_made() const {
+    if (auto n = T::allocations_made(*backend)) return *n;
+    return static_cast<std::size_t>(stats().num_host_alloc);
+  }
+
+  // Declared first, destroyed last: the allocator reports into the registry.
+  metrics::Registry registry;
+  std::vector<std::string> warnings;
+  std::shared_ptr<typename T::Backend> backend;
+  std::unique_ptr<host_allocator::CachingHostAllocator> allocator;
+};
+
+TYPED_TEST_SUITE_P(HostAllocatorTyped);
+
+TYPED_TEST_P(HostAllocatorTyped, ZeroBytesGivesNull) {
+  this->make();
+  auto a = this->allocate(0);
+  EXPECT_EQ(a.ptr, nullptr);
+  EXPECT_EQ(a.ctx, nullptr);
+  this->allocator->free(nullptr);
+}
+
+TYPED_TEST_P(HostAllocatorTyped, ABlockUsedOnNoStreamIsReusedAtOnce) {
+  this->make();
+  auto a = this->allocate(1000);
+  this->free(a);
+  auto b = this->allocate(1000);
+  EXPECT_EQ(b.ptr, a.ptr);
+  EXPECT_EQ(this->blocks_made(), 1u);
+  this->free(b);
+}
+
+TYPED_TEST_P(HostAllocatorTyped, ABlockIsNotReusedBeforeEveryStreamPassedItsEvent) {
+  this->make("thread_cache:0");
+  typename TestFixture::Stream s1, s2;
+  auto a = this->allocate(4096);
+  host_allocator::HostAllocation b, c, d;
+  {
+    typename TestFixture::Gate g1(s1.native()), g2(s2.native());
+    this->record(a, s1);
+    this->record(a, s2);
+    this->free(a);
+    EXPECT_EQ(this->stats().pending_events, 2);
+
+    b = this->allocate(4096);  // both events pending: a new block
+    EXPECT_NE(b.ptr, a.ptr);
+    g1.open();
+    s1.synchronize();
+    c = this->allocate(4096);  // s2 has not passed its event
+    EXPECT_NE(c.ptr, a.ptr);
+    g2.open();
+    s2.synchronize();
+    d = this->allocate(4096);
+    EXPECT_EQ(d.ptr, a.ptr);
+  }
+  EXPECT_EQ(this->stats().pending_events, 0);
+  if (auto live = TypeParam::live_events(*this->backend)) {
+    EXPECT_EQ(*live, 0u);
+  }
+  for (auto h : {b, c, d}) this->free(h);
+}
+
+// A copy queued behind a gate reads the block only when the gate opens: by
+// then the test has freed the block, allocated again and overwritten what it
+// got. The copy must still see the original bytes.
+TYPED_TEST_P(HostAllocatorTyped, AFreedBlockIsNotReusedWhileQueuedWorkStillReadsIt) {
+  constexpr std::size_t kBytes = 1 << 16;
+  this->make();
+  typename TestFixture::Stream s;
+  auto a = this->allocate(kBytes);
+  std::memset(a.ptr, 0xAB, kBytes);
+  host_allocator::HostAllocation b;
+  {
+    typename TestFixture::Gate g(s.native());
+    typename TestFixture::Read read(s, a.ptr, kBytes);
+    this->record(a, s);
+    this->free(a);
+    b = this->allocate(kBytes);  // at once, while the read waits
+    std::memset(b.ptr, 0xCD, kBytes);
+    EXPECT_NE(b.ptr, a.ptr);
+    g.open();
+    auto seen = read.bytes();
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 0xAB), static_cast<long>(kBytes))
+        << "the queued read saw overwritten bytes";
+  }
+  this->free(b);
+  auto c = this->allocate(kBytes);  // the read is done: a's block may come back now
+  EXPECT_TRUE(c.ptr == a.ptr || c.ptr == b.ptr);
+  EXPECT_EQ(this->stats().allocations.current, 2);
+  this->free(c);
+}
+
+// The control: without record_stream the block comes straight back and the
+// queued read sees the overwrite, which shows the test above can fail.
+TYPED_TEST_P(HostAllocatorTyped, WithoutRecordStreamTheOverwriteIsVisible) {
+  constexpr std::size_t kBytes = 1 << 16;
+  this->make();
+  typename TestFixture::Stream s;
+  auto a = this->allocate(kBytes);
+  std::memset(a.ptr, 0xAB, kBytes);
+  host_allocator::HostAllocation b;
+  {
+    typename TestFixture::Gate g(s.native());
+    typename TestFixture::Read read(s, a.ptr, kBytes);
+    this->free(a);
+    b = this->allocate(kBytes);
+    ASSERT_EQ(b.ptr, a.ptr);
+    std::memset(b.ptr, 0xCD, kBytes);
+    g.open();
+    auto seen = read.bytes();
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 0xCD), static_cast<long>(kBytes));
+  }
+  this->free(b);
+}
+
+TYPED_TEST_P(HostAllocatorTyped, RecordStreamFindsABlockByPointer) {
+  this->make();
+  typename TestFixture::Stream s;
+  auto a = this->allocate(64);
+  EXPECT_TRUE(this->allocator->record_stream(a.ptr, nullptr, s.id()));
+  int not_ours = 0;
+  EXPECT_FALSE(this->allocator->record_stream(&not_ours, nullptr, s.id()));
+  this->free(a);
+  EXPECT_THROW(this->allocator->record_stream(a.ptr, a.ctx, s.id()), glassbox::Error);
+  s.synchronize();
+}
+
+TYPED_TEST_P(HostAllocatorTyped, ProcessEventsForOneSizeFreesOnlyThatSize) {
+  this->make("thread_cache:0");
+  typename TestFixture::Stream s;
+  auto small = this->allocate(100);
+  auto big = this->allocate(10000);
+  {
+    typename TestFixture::Gate g(s.native());
+    this->record(small, s);
+    this->record(big, s);
+    this->free(small);
+    this->free(big);
+    g.open();
+    s.synchronize();
+  }
+  this->allocator->process_events_for_size(10000);
+  auto stats = this->stats();
+  EXPECT_EQ(stats.pending_events, 1);  // the small block's event is still queued
+  EXPECT_EQ(stats.cached_blocks, 1);
+}
+
+TYPED_TEST_P(HostAllocatorTyped, EmptyCacheReleasesOnlyFreeBlocks) {
+  this->make();
+  auto keep = this->allocate(1 << 20);
+  auto a = this->allocate(1 << 10);
+  auto b = this->allocate(1 << 12);
+  this->free(a);
+  this->free(b);
+  EXPECT_EQ(this->blocks_held(), 3u);
+  this->allocator->empty_cache();
+  EXPECT_EQ(this->blocks_held(), 1u);
+  static_cast<char*>(keep.ptr)[(1 << 20) - 1] = 7;  // still ours
+  auto s = this->stats();
+  EXPECT_EQ(s.allocations.current, 1);
+  EXPECT_EQ(s.allocated_bytes.current, 1 << 20);
+  EXPECT_EQ(this->metric("glassbox_host_memory_reserved_bytes"), 1 << 20);
+  EXPECT_EQ(this->metric("glassbox_host_memory_cached_bytes"), 0);
+  this->free(keep);
+}
+
+TYPED_TEST_P(HostAllocatorTyped, EmptyCacheTakesBlocksFromOtherThreadsCaches) {
+  this->make();
+  std::atomic<bool> freed{false}, done{false};
+  std::thread other([&] {
+    auto a = this->allocate(512);
+    this->free(a);  // lands in this thread's cache
+    freed = true;
+    while (!done) std::this_thread::yield();
+  });
+  while (!freed) std::this_thread::yield();
+  this->allocator->empty_cache();
+  EXPECT_EQ(this->blocks_held(), 0u);
+  done = true;
+  other.join();
+}
+
+TYPED_TEST_P(HostAllocatorTyped, AThreadsCachedBlocksGoBackWhenItExits) {
+  this->make();
+  void* ptr = nullptr;
+  std::thread([&] {
+    auto a = this->allocate(777);
+    ptr = a.ptr;
+    this->free(a);
+  }).join();
+  auto b = this->allocate(777);  // from the shared list the exiting thread filled
+  EXPECT_EQ(b.ptr, ptr);
+  EXPECT_EQ(this->blocks_made(), 1u);
+  this->free(b);
+}
+
+TYPED_TEST_P(HostAllocatorTyped, CapturePoolsAreKeptApartFromTheDefaultPool) {
+  using T = TypeParam;
+  this->make();
+  typename TestFixture::Stream capture, other;
+  const host_allocator::PoolId pool{1, 0};
+  auto def = this->allocate(256);
+  this->free(def);  // a cached default-pool block of the size
+
+  T::begin_capture(capture);
+  this->allocator->begin_allocate_to_pool(pool, [&](host_allocator::StreamId s) { return s == capture.id(); });
+  host_allocator::HostAllocation in_pool;
+  {
+    auto g = T::make_current(capture);
+    in_pool = this->allocate(256);
+  }
+  EXPECT_NE(in_pool.ptr, def.ptr);  // not from the default pool
+  {
+    auto g = T::make_current(other);  // the filter says no: the default pool
+    auto d = this->allocate(256);
+    EXPECT_EQ(d.ptr, def.ptr);
+    this->free(d);
+  }
+  this->free(in_pool);  // back to the private pool, not the default one
+  this->allocator->end_allocate_to_pool(pool);
+  T::end_capture(capture);
+  auto d2 = this->allocate(256);
+  EXPECT_EQ(d2.ptr, def.ptr);
+  this->free(d2);
+
+  EXPECT_THROW(this->allocator->end_allocate_to_pool(pool), glassbox::Error);
+  this->allocator->release_pool(pool);
+  this->allocator->empty_cache();
+  EXPECT_EQ(this->blocks_held(), 0u);  // the private pool emptied and gone
+  EXPECT_THROW(this->allocator->release_pool(pool), glassbox::Error);
+}
+
+// A block used during capture may be read by every replay of the graph, so
+// no event says when it is free again: it never comes back, during the
+// capture or after it (on CUDA the graph, whose copy reads the block, is
+// launched when the capture ends), while an unused one does.
+TYPED_TEST_P(HostAllocatorTyped, ABlockUsedDuringCaptureIsNeverRecycled) {
+  using T = TypeParam;
+  this->make();
+  typename TestFixture::Stream capture;
+  const host_allocator::PoolId pool{2, 0};
+  auto to_pool = [&](host_allocator::StreamId s) { return s == capture.id(); };
+  T::begin_capture(capture);
+  this->allocator->begin_allocate_to_pool(pool, to_pool);
+  host_allocator::HostAllocation used, unused;
+  {
+    auto g = T::make_current(capture);
+    used = this->allocate(128);
+    unused = this->allocate(128);
+  }
+  T::read_during_capture(capture, used.ptr, 128);
+  this->record(used, capture);
+  this->free(used);
+  this->free(unused);
+  EXPECT_EQ(this->stats().pending_events, 0);  // nothing recorded during capture
+  if (auto live = T::live_events(*this->backend)) {
+    EXPECT_EQ(*live, 0u);
+  }
+  {
+    auto g = T::make_current(capture);
+    auto again = this->allocate(128);
+    EXPECT_EQ(again.ptr, unused.ptr);  // the unused one is reusable
+    auto third = this->allocate(128);
+    EXPECT_NE(third.ptr, used.ptr);  // the used one never comes back
+    this->free(again);
+    this->free(third);
+  }
+  EXPECT_EQ(this->metric("glassbox_host_blocks_unrecyclable_total", {{"reason", "captured"}}), 1);
+  this->allocator->end_allocate_to_pool(pool);
+  T::end_capture(capture);
+
+  this->allocator->begin_allocate_to_pool(pool, to_pool);  // the pool again, outside capture (warns once)
+  {
+    auto g = T::make_current(capture);
+    std::set<void*> later;
+    std::vector<host_allocator::HostAllocation> held;
+    for (int i = 0; i < 3; ++i) held.push_back(this->allocate(128));
+    for (auto h : held) later.insert(h.ptr);
+    EXPECT_EQ(later.count(used.ptr), 0u) << "a block a graph may replay was handed out again";
+    for (auto h : held) this->free(h);
+  }
+  this->allocator->end_allocate_to_pool(pool);
+  this->allocator->release_pool(pool);
+  this->allocator->release_pool(pool);
+}
+
+TYPED_TEST_P(HostAllocatorTyped, AllocatingToAPrivatePoolOutsideCaptureWarnsOnce) {
+  using T = TypeParam;
+  this->make();
+  typename TestFixture::Stream s;  // not capturing
+  this->allocator->begin_allocate_to_pool({3, 0}, [](host_allocator::StreamId) { return true; });
+  {
+    auto g = T::make_current(s);
+    this->free(this->allocate(10));
+    this->free(this->allocate(10));
+  }
+  ASSERT_EQ(this->warnings.size(), 1u);
+  EXPECT_NE(this->warnings[0].find("private pool (3,0)"), std::string::npos) << this->warnings[0];
+  EXPECT_THROW(this->allocator->begin_allocate_to_pool({3, 0}, [](host_allocator::StreamId) { return true; }),
+               glassbox::Error);
+  this->allocator->end_allocate_to_pool({3, 0});
+}
+
+TYPED_TEST_P(HostAllocatorTyped, ABackgroundThreadProcessesEvents) {
+  this->make("background_thread:true,thread_cache:0");
+  typename TestFixture::Stream s;
+  auto a = this->allocate(100);
+  this->free(this->allocate(8));  // a miss starts the thread
+  {
+    typename TestFixture::Gate g(s.native());
+    this->record(a, s);
+    this->free(a);
+    g.open();
+    s.synchronize();
+  }
+  for (int i = 0; i < 2000 && this->stats().pending_events > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(this->stats().pending_events, 0);
+  auto b = this->allocate(100);
+  EXPECT_EQ(b.ptr, a.ptr);
+  this->free(b);
+}
+
+TYPED_TEST_P(HostAllocatorTyped, MaxCachedBytesTrimsTheLeastRecentlyFreed) {
+  this->make("max_cached_bytes:2KiB,thread_cache:0");
+  auto a = this->allocate(1024), b = this->allocate(1024), c = this->allocate(1024);
+  this->free(a);
+  this->free(b);
+  EXPECT_EQ(this->blocks_held(), 3u);
+  this->free(c);  // 3 KiB cached > 2 KiB: `a` (the oldest) goes
+  EXPECT_EQ(this->blocks_held(), 2u);
+  EXPECT_EQ(this->stats().cached_bytes, 2048);
+  std::set<void*> left{this->allocate(1024).ptr, this->allocate(1024).ptr};
+  EXPECT_EQ(left, (std::set<void*>{b.ptr, c.ptr}));
+}
+
+// allocate() takes the block its own poll freed (the last of its size, as
+// from the back of the free list) without a trip through the list; one set
+// aside and replaced keeps its place in the least-recently-freed order.
+TYPED_TEST_P(HostAllocatorTyped, APollHandsTheLastFreedBlockOfTheSizeToItsAllocate) {
+  this->make("max_cached_bytes:2KiB,thread_cache:0");
+  typename TestFixture::Stream s;
+  auto a = this->allocate(1024), x = this->allocate(512), b = this->allocate(1024);
+  {
+    typename TestFixture::Gate g(s.native());
+    for (auto h : {a, x, b}) {
+      this->record(h, s);
+      this->free(h);
+    }
+    g.open();
+    s.synchronize();
+  }
+  auto got = this->allocate(1024);  // polls: a, x, b become free in that order
+  EXPECT_EQ(got.ptr, b.ptr);
+  auto st = this->stats();
+  EXPECT_EQ(st.pending_events, 0);
+  EXPECT_EQ(st.cached_blocks, 2);
+  EXPECT_EQ(st.cached_bytes, 1536);
+  EXPECT_EQ(this->metric("glassbox_host_blocks", {{"bucket", "10"}, {"state", "active"}}), 1);
+  EXPECT_EQ(this->metric("glassbox_host_blocks", {{"bucket", "10"}, {"state", "free"}}), 1);
+  EXPECT_EQ(this->metric("glassbox_host_alloc_cache_hits_total", {{"bucket", "10"}}), 1);
+  // 2.5 KiB cached > 2 KiB: `a` became free before `x` (though it reached
+  // the list after it), so `a` goes, and with it the excess.
+  this->free(got);
+  EXPECT_EQ(this->blocks_held(), 2u);
+  EXPECT_EQ(this->allocate(512).ptr, x.ptr);
+  EXPECT_EQ(this->allocate(1024).ptr, b.ptr);
+}
+
+// Series are computed at scrape time from each allocator's own counts: two
+// allocators on one registry add up, and one that goes takes its cached
+// bytes along while the per-bucket series keep their last values.
+TYPED_TEST_P(HostAllocatorTyped, AllocatorsSharingARegistryAddUpInItsSeries) {
+  this->make();
+  host_allocator::HostAllocatorOptions o;
+  o.config = host_allocator::HostAllocatorConfig::parse("");
+  o.registry = &this->registry;
+  auto other = std::make_unique<host_allocator::CachingHostAllocator>(this->backend, o);
+  auto held = this->allocate(3000);
+  this->free(this->allocate(3000));
+  other->free(other->allocate(4000).ctx);
+  auto other_held = other->allocate(4096);
+  EXPECT_EQ(this->metric("glassbox_host_alloc_requests_total", {{"bucket", "12"}}), 4);
+  EXPECT_EQ(this->metric("glassbox_host_alloc_cache_hits_total", {{"bucket", "12"}}), 1);
+  EXPECT_EQ(this->metric("glassbox_host_blocks", {{"state", "active"}}), 2);
+  EXPECT_EQ(this->metric("glassbox_host_blocks", {{"state", "free"}}), 1);
+  EXPECT_EQ(this->metric("glassbox_host_memory_active_bytes"), 2 * 4096);
+  EXPECT_EQ(this->metric("glassbox_host_memory_cached_bytes"), 4096);
+  EXPECT_EQ(this->metric("glassbox_host_rounded_bytes_total"), 4 * 4096);
+  other->free(other_held.ctx);
+  other.reset();
+  EXPECT_EQ(this->metric("glassbox_host_memory_cached_bytes"), 4096);  // this allocator's free block only
+  EXPECT_EQ(this->metric("glassbox_host_blocks", {{"state", "free"}}), 2);
+  this->free(held);
+  EXPECT_EQ(this->metric("glassbox_host_blocks", {{"state", "free"}}), 3);
+  EXPECT_EQ(this->metric("glassbox_host_memory_cached_bytes"), 2 * 4096);
+}
+
+TYPED_TEST_P(HostAllocatorTyped, StatsCountRequestsHitsAndBlocks) {
+  this->make("thread_cache:0");
+  for (int i = 0; i < 5; ++i) this->free(this->allocate(3000));
+  auto held = this->allocate(3000);
+  auto s = this->stats();
+  ASSERT_EQ(s.classes.size(), 1u);
+  const auto& c = s.classes[0];
+  EXPECT_EQ(c.block_size, 4096u);
+  EXPECT_EQ(c.requests, 6);
+  EXPECT_EQ(c.cache_hits, 5);
+  EXPECT_EQ(c.allocations.current, 1);
+  EXPECT_EQ(c.active_requests.current, 1);
+  EXPECT_EQ(c.active_requests.peak, 1);
+  EXPECT_EQ(s.num_host_alloc, 1);
+  EXPECT_EQ(s.host_alloc_time.count, 1);
+  EXPECT_EQ(this->metric("glassbox_host_alloc_requests_total", {{"bucket", "12"}}), 6);
+  EXPECT_EQ(this->metric("glassbox_host_alloc_cache_hits_total", {{"bucket", "12"}}), 5);
+  EXPECT_EQ(this->metric("glassbox_host_requested_bytes_total"), 6 * 3000);
+  EXPECT_EQ(this->metric("glassbox_host_rounded_bytes_total"), 6 * 4096);
+  EXPECT_EQ(this->metric("glassbox_host_blocks", {{"state", "active"}}), 1);
+  EXPECT_EQ(this->metric("glassbox_host_memory_active_bytes"), 4096);
+
+  this->allocator->reset_accumulated_stats();
+  this->free(held);
+  s = this->stats();
+  EXPECT_EQ(s.classes[0].requests, 0);
+  EXPECT_EQ(s.classes[0].active_requests.freed, 1);
+  EXPECT_EQ(s.classes[0].active_requests.peak, 1);
+  this->allocator->reset_peak_stats();
+  EXPECT_EQ(this->stats().classes[0].active_requests.peak, 0);
+}
+
+REGISTER_TYPED_TEST_SUITE_P(HostAllocatorTyped, ZeroBytesGivesNull, ABlockUsedOnNoStreamIsReusedAtOnce,
+                            ABlockIsNotReusedBeforeEveryStreamPassedItsEvent,
+                            AFreedBlockIsNotReusedWhileQueuedWorkStillReadsIt, WithoutRecordStreamTheOverwriteIsVisible,
+                            RecordStreamFindsABlockByPointer, ProcessEventsForOneSizeFreesOnlyThatSize,
+                            EmptyCacheReleasesOnlyFreeBlocks, EmptyCacheTakesBlocksFromOtherThreadsCaches,
+                            AThreadsCachedBlocksGoBackWhenItExits, CapturePoolsAreKeptApartFromTheDefaultPool,
+                            ABlockUsedDuringCaptureIsNeverRecycled, AllocatingToAPrivatePoolOutsideCaptureWarnsOnce,
+                            ABackgroundThreadProcessesEvents, MaxCachedBytesTrimsTheLeastRecentlyFreed,
+                            APollHandsTheLastFreedBlockOfTheSizeToItsAllocate,
+                            AllocatorsSharingARegistryAddUpInItsSeries, StatsCountRequestsHitsAndBlocks);
+
+}  // namespace glassbox::testing
