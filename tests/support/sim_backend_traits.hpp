@@ -4,7 +4,7 @@
 // naming it: the backend, streams a test owns, gates that hold a stream at a
 // point of its order until the test opens them, work queued on a stream,
 // capture, and the backend's own counts where it has any.
-// cuda_backend_traits.hpp gives the same for the CUDA backends.
+// tests/gpu/cuda_backend_traits.hpp gives the same for the CUDA backends.
 //
 // Streams here run by themselves (SimStream worker mode), as GPU streams do;
 // a gate is a queued item that blocks the stream's worker until opened. The
