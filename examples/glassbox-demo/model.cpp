@@ -29,13 +29,15 @@ Tensor conv_weight(std::int64_t out, std::int64_t in, std::mt19937_64& rng, int 
 
 Tensor zero_bias(std::int64_t n, int device) { return Tensor::zeros(Shape{n}, device).set_requires_grad(true); }
 
-// relu(conv2d(x, w, b)) as a checkpointed segment: only x, w and b are kept;
-// backward runs the block again and differentiates it in a nested backward.
+// relu(conv2d(x, w, b)) as a checkpointed segment that closes over its
+// weights, as a module's forward does: only x is kept; backward runs the
+// block again and differentiates it in a nested backward, which accumulates
+// into w and b.
 Tensor conv_block(const Tensor& x, const Tensor& w, const Tensor& b, int stride) {
-  auto block = [stride](const TensorList& in) {
-    return TensorList{autograd::relu(autograd::conv2d(in[0], in[1], in[2], stride, 1))};
+  auto block = [w, b, stride](const TensorList& in) {
+    return TensorList{autograd::relu(autograd::conv2d(in[0], w, b, stride, 1))};
   };
-  return autograd::checkpoint(block, {x, w, b})[0];
+  return autograd::checkpoint(block, {x})[0];
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "glassbox/autograd/autograd.hpp"
@@ -38,6 +39,33 @@ inline Tensor random_leaf(Shape shape, std::mt19937& rng, double lo = -1.0, doub
 
 inline Values values_of(const Tensor& t) { return Values(t.data().begin(), t.data().end()); }
 
+using LossFn = std::function<double(const std::vector<Values>&)>;
+
+/// d loss / d x[k][i] for every element of every x[k], by central differences.
+inline std::vector<Values> numeric_gradients(const LossFn& loss, const std::vector<Values>& x) {
+  constexpr double eps = 1e-6;
+  std::vector<Values> grads;
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    Values& g = grads.emplace_back(x[k].size());
+    for (std::size_t i = 0; i < x[k].size(); ++i) {
+      std::vector<Values> plus = x, minus = x;
+      plus[k][i] += eps;
+      minus[k][i] -= eps;
+      g[i] = (loss(plus) - loss(minus)) / (2 * eps);
+    }
+  }
+  return grads;
+}
+
+/// An autograd gradient against a numeric one, element by element.
+inline void expect_gradient_near(const Tensor& got, const Values& want, const char* what) {
+  ASSERT_TRUE(got.defined()) << what << ": no gradient";
+  ASSERT_EQ(static_cast<std::size_t>(got.numel()), want.size()) << what;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(got.data()[i], want[i], 1e-3 * (1 + std::abs(want[i]))) << what << " element " << i;
+  }
+}
+
 // Checks op's value against ref, and d(sum(w * op(inputs)))/d(input) against
 // central differences of the same sum computed with ref in double precision.
 inline void check_op(const char* what, const OpFn& op, const RefFn& ref, const TensorList& inputs) {
@@ -59,15 +87,9 @@ inline void check_op(const char* what, const OpFn& op, const RefFn& ref, const T
     for (std::size_t i = 0; i < y.size(); ++i) s += wv[i] * y[i];
     return s;
   };
-  constexpr double eps = 1e-6;
+  std::vector<Values> numeric = numeric_gradients(loss, x);
   for (std::size_t k = 0; k < inputs.size(); ++k) {
-    for (std::size_t i = 0; i < x[k].size(); ++i) {
-      std::vector<Values> plus = x, minus = x;
-      plus[k][i] += eps;
-      minus[k][i] -= eps;
-      double numeric = (loss(plus) - loss(minus)) / (2 * eps);
-      EXPECT_NEAR(grads[k].data()[i], numeric, 1e-3 * (1 + std::abs(numeric))) << "input " << k << " element " << i;
-    }
+    expect_gradient_near(grads[k], numeric[k], ("input " + std::to_string(k)).c_str());
   }
 }
 

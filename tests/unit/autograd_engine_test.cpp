@@ -352,6 +352,13 @@ TEST_F(EngineTest, CheckpointInsideCheckpointDepth1000Shortcut) {
 }
 TEST_F(EngineTest, CheckpointInsideCheckpointDepth10000) { expect_nested_checkpoint(engine, registry, 10000, true); }
 
+TEST_F(EngineTest, ExecuteReentrantOutsideABackwardPassIsAnError) {
+  Tensor x = leaf({2.0F}, Shape{1});
+  Tensor y = x * 3.0F;
+  EXPECT_THROW(engine.execute_reentrant({ga::gradient_edge(y)}, {Tensor::ones(Shape{1})}, {ga::gradient_edge(x)}),
+               glassbox::Error);
+}
+
 TEST(EngineReentrant, DeepNestingOnADeviceWorkerHandsOffToPoolThreads) {
   gm::Registry registry;
   ga::Engine engine(ga::EngineOptions{&registry, 8});

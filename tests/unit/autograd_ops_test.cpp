@@ -1,5 +1,5 @@
 // Every op's gradient against central finite differences of a float64
-// reference implementation, plus op argument checks and checkpoint.
+// reference implementation, plus op argument checks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "glassbox/autograd/autograd.hpp"
-#include "glassbox/autograd/checkpoint.hpp"
 #include "glassbox/autograd/grad_mode.hpp"
 #include "glassbox/autograd/ops.hpp"
 #include "glassbox/error.hpp"
@@ -200,38 +199,6 @@ TEST(Ops, NoGraphWithoutRequiresGradOrUnderNoGrad) {
   EXPECT_NE((x * x).grad_fn(), nullptr);
   EXPECT_THROW(ga::backward({a * a}), glassbox::Error);  // no root requires grad
   EXPECT_THROW(ga::backward({x * x}), glassbox::Error);  // a two-element root needs its gradient
-}
-
-TEST(Checkpoint, SameGradientsAsWithoutAndSavesOnlyInputs) {
-  std::mt19937 rng(3);
-  Tensor x = random_leaf(Shape{2, 3}, rng);
-  Tensor w = random_leaf(Shape{3, 3}, rng);
-  auto block = [&](const TensorList& in) { return TensorList{ga::tanh(ga::matmul(in[0], in[1]))}; };
-  Tensor plain = ga::sum(block({x, w})[0]);
-  TensorList want = ga::grad({plain}, {x, w});
-  int calls = 0;
-  TensorList out = ga::checkpoint(
-      [&](const TensorList& in) {
-        ++calls;
-        return block(in);
-      },
-      {x, w});
-  EXPECT_EQ(out[0].grad_fn()->name(), std::string("CheckpointBackward"));
-  TensorList got = ga::grad({ga::sum(out[0])}, {x, w});
-  EXPECT_EQ(calls, 2);  // forward, then the recompute in backward
-  for (std::size_t k = 0; k < 2; ++k) {
-    for (std::int64_t i = 0; i < want[k].numel(); ++i) {
-      EXPECT_FLOAT_EQ(got[k].data()[static_cast<std::size_t>(i)], want[k].data()[static_cast<std::size_t>(i)]);
-    }
-  }
-}
-
-TEST(Checkpoint, InputsChangedInPlaceAreDetected) {
-  Tensor x = Tensor::ones(Shape{2}).set_requires_grad(true);
-  Tensor scale = Tensor::ones(Shape{2});
-  TensorList out = ga::checkpoint([](const TensorList& in) { return TensorList{in[0] * in[1]}; }, {x, scale});
-  scale.mul_(3.0F);
-  EXPECT_THROW(ga::backward({ga::sum(out[0])}), glassbox::Error);
 }
 
 }  // namespace

@@ -12,7 +12,8 @@ namespace glassbox::autograd {
 namespace {
 
 // Recomputes the segment from its saved inputs and backpropagates through it
-// with a nested execute that captures the inputs' gradients.
+// with a reentrant execute, which returns the inputs' gradients and gives the
+// weights the segment closes over theirs as the running pass does.
 class CheckpointBackward final : public Node {
  public:
   CheckpointBackward(int device, std::vector<Edge> edges, CheckpointFn fn, const TensorList& inputs)
@@ -50,7 +51,7 @@ class CheckpointBackward final : public Node {
       root_grads.push_back(std::move(grads[j]));
     }
     if (roots.empty()) return TensorList(inputs.size());
-    return Engine::current().execute(roots, std::move(root_grads), false, wanted);
+    return Engine::current().execute_reentrant(roots, std::move(root_grads), wanted);
   }
 
   const char* name() const noexcept override { return "CheckpointBackward"; }
@@ -68,13 +69,17 @@ class CheckpointBackward final : public Node {
 }  // namespace
 
 TensorList checkpoint(CheckpointFn fn, const TensorList& inputs) {
-  bool needed = std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.requires_grad(); });
-  if (!needed || !GradMode::is_enabled()) return fn(inputs);
+  if (!GradMode::is_enabled()) return fn(inputs);
+  bool inputs_need_grad = std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.requires_grad(); });
   TensorList outs;
   {
-    NoGradGuard no_grad;
+    // With no input needing grad, only a recorded run tells whether the
+    // outputs depend on a leaf `fn` closes over; its graph is dropped below.
+    GradModeGuard recording(!inputs_need_grad);
     outs = fn(inputs);
   }
+  bool outs_need_grad = std::any_of(outs.begin(), outs.end(), [](const Tensor& t) { return t.requires_grad(); });
+  if (!inputs_need_grad && !outs_need_grad) return outs;
   if (outs.empty()) throw Error("checkpoint: the function returned no tensors");
   std::vector<Edge> edges;
   for (const Tensor& t : inputs) edges.push_back(gradient_edge(t));

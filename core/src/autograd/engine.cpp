@@ -86,8 +86,9 @@ void check_gradients(const char* producer, const std::vector<Edge>& edges, const
   }
 }
 
+// Whether a gradient arriving at `fn` is routed to it.
 bool should_run(const GraphTask& g, const Node* fn) {
-  if (g.exec_info.size() == 0) return true;
+  if (g.accumulate) return true;
   const ExecInfo* info = g.exec_info.find(fn);
   return info != nullptr && (info->needed || !info->captures.empty());
 }
@@ -115,14 +116,19 @@ std::uint64_t compute_dependencies(GraphTask& g, const std::vector<Edge>& roots)
   return devices;
 }
 
-// Marks the nodes on a path from a root to an output edge (post-order DFS,
-// iterative so long chains do not overflow the stack).
-void compute_exec_info(GraphTask& g, const std::vector<Edge>& roots, const std::vector<Edge>& outputs) {
+void add_captures(GraphTask& g, const std::vector<Edge>& outputs) {
+  g.outputs = outputs;
+  g.captured = InputBuffer(outputs.size());
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     if (outputs[i].valid()) {
       g.exec_info.try_emplace(outputs[i].function.get()).first->captures.emplace_back(outputs[i].input_nr, i);
     }
   }
+}
+
+// Marks the nodes on a path from a root to a captured edge (post-order DFS,
+// iterative so long chains do not overflow the stack).
+void mark_needed(GraphTask& g, const std::vector<Edge>& roots) {
   struct Frame {
     const Node* node;
     std::size_t next;
@@ -233,16 +239,16 @@ struct Engine::Impl {
     }
   }
 
-  // Captures what a .grad()-style execute asked for; false when the node
-  // itself need not run.
+  // Captures what the execute asked for; false when the node itself must not run.
   static bool capture(GraphTask& g, const Node& node, const TensorList& grads) {
-    if (g.exec_info.size() == 0) return true;
-    const ExecInfo& info = *g.exec_info.find(&node);  // route queues only nodes that have one
-    if (!info.captures.empty()) {
+    const ExecInfo* info = g.exec_info.size() == 0 ? nullptr : g.exec_info.find(&node);
+    if (info == nullptr) return true;  // only an accumulating task routes to nodes without one
+    if (!info->captures.empty()) {
       std::lock_guard lock(g.mu);
-      for (auto [slot, index] : info.captures) g.captured[index] = grads[slot];
+      // Added, not set: a reentrant task may have handed gradients for the same edge up already.
+      for (auto [slot, index] : info->captures) g.captured.add(static_cast<std::uint32_t>(index), Tensor(grads[slot]));
     }
-    return info.needed;
+    return g.accumulate ? info->captures.empty() : info->needed;
   }
 
   void evaluate(const std::shared_ptr<GraphTask>& gp, Node& node, TensorList grads) {
@@ -332,6 +338,10 @@ struct Engine::Impl {
     }
   }
 
+  // One execute: backward() when `accumulate`, grad() otherwise.
+  TensorList run(const std::vector<Edge>& roots, TensorList grads, bool keep_graph, const std::vector<Edge>& outputs,
+                 bool accumulate);
+
   Engine& self;
   metrics::Registry& registry;
   EngineMetrics metrics;
@@ -364,30 +374,27 @@ void Engine::queue_callback(std::function<void()> callback) {
   tl.graph_task->final_callbacks.push_back(std::move(callback));
 }
 
-TensorList Engine::execute(const std::vector<Edge>& roots, TensorList grads, bool keep_graph,
-                           const std::vector<Edge>& outputs) {
+TensorList Engine::Impl::run(const std::vector<Edge>& roots, TensorList grads, bool keep_graph,
+                             const std::vector<Edge>& outputs, bool accumulate) {
   auto start = std::chrono::steady_clock::now();
   check_roots(roots, grads);
   // Nothing to capture: a selective run with no output edges would run nothing.
-  if (!outputs.empty() && std::none_of(outputs.begin(), outputs.end(), [](const Edge& e) { return e.valid(); })) {
+  if (!accumulate && std::none_of(outputs.begin(), outputs.end(), [](const Edge& e) { return e.valid(); })) {
     return TensorList(outputs.size());
   }
-  Impl& impl = *impl_;
   int depth = tl.graph_task ? tl.graph_task->reentrant_depth + 1 : 0;
-  auto queue = tl.queue ? tl.queue : std::make_shared<ReadyQueue>(impl.metrics.cpu);
+  auto queue = tl.queue ? tl.queue : std::make_shared<ReadyQueue>(metrics.cpu);
 
   trace::Span span("glassbox.autograd.backward");
-  auto g = std::make_shared<GraphTask>(keep_graph, depth, std::move(queue), trace::current_context());
+  auto g = std::make_shared<GraphTask>(keep_graph, accumulate, depth, std::move(queue), trace::current_context());
   std::uint64_t devices = compute_dependencies(*g, roots);
-  if (!outputs.empty()) {
-    compute_exec_info(*g, roots, outputs);
-    g->captured.resize(outputs.size());
-  }
+  add_captures(*g, outputs);
+  if (!accumulate) mark_needed(*g, roots);
   // Read first: set_max is a compare-and-swap on a line every thread shares.
-  if (depth > impl.metrics.reentrant_depth_max.value()) impl.metrics.reentrant_depth_max.set_max(depth);
+  if (depth > metrics.reentrant_depth_max.value()) metrics.reentrant_depth_max.set_max(depth);
 
-  impl.route(g, "the roots", roots, std::move(grads));
-  impl.run_owner(g);
+  route(g, "the roots", roots, std::move(grads));
+  run_owner(g);
 
   std::exception_ptr error;
   {
@@ -396,7 +403,7 @@ TensorList Engine::execute(const std::vector<Edge>& roots, TensorList grads, boo
   }
   if (!error) {
     try {
-      impl.run_final_callbacks(*g);
+      run_final_callbacks(*g);
     } catch (...) {
       error = std::current_exception();
     }
@@ -408,13 +415,37 @@ TensorList Engine::execute(const std::vector<Edge>& roots, TensorList grads, boo
     if (error) span.set_status(trace::StatusCode::error, exception_message(error));
   }
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  impl.metrics.backward_seconds.observe(took.count());
+  metrics.backward_seconds.observe(took.count());
   if (error) {
-    impl.metrics.errors.inc();
+    metrics.errors.inc();
     std::rethrow_exception(error);
   }
   std::lock_guard lock(g->mu);
-  return std::move(g->captured);
+  return std::move(g->captured).take();
+}
+
+TensorList Engine::execute(const std::vector<Edge>& roots, TensorList grads, bool keep_graph,
+                           const std::vector<Edge>& outputs) {
+  return impl_->run(roots, std::move(grads), keep_graph, outputs, outputs.empty());
+}
+
+TensorList Engine::execute_reentrant(const std::vector<Edge>& roots, TensorList grads,
+                                     const std::vector<Edge>& outputs) {
+  GraphTask* parent = tl.graph_task;
+  if (parent == nullptr) throw Error("execute_reentrant outside a backward pass: call it from a node");
+  if (parent->accumulate) return impl_->run(roots, std::move(grads), false, outputs, true);
+  // The parent captures: this graph may reach its captured edges too (a
+  // closed-over weight grad() asked for), so capture them here as well and
+  // hand what arrives there up to the parent's results.
+  std::vector<Edge> wanted = outputs;
+  wanted.insert(wanted.end(), parent->outputs.begin(), parent->outputs.end());
+  TensorList got = impl_->run(roots, std::move(grads), false, wanted, false);
+  std::lock_guard lock(parent->mu);
+  for (std::size_t i = outputs.size(); i < got.size(); ++i) {
+    parent->captured.add(static_cast<std::uint32_t>(i - outputs.size()), std::move(got[i]));
+  }
+  got.resize(outputs.size());
+  return got;
 }
 
 }  // namespace glassbox::autograd

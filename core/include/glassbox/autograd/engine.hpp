@@ -7,7 +7,8 @@
 // started on first use and joined by ~Engine, so a device's nodes never run
 // concurrently with each other within one engine.
 //
-// Reentrancy: execute called from inside a node (checkpoint) does not block
+// Reentrancy: execute or execute_reentrant called from inside a node
+// (checkpoint) does not block
 // its thread; the thread keeps serving its queue until the nested graph task
 // is done. Past max_stack_depth nested loops on one thread, the nested task's
 // loop continues on a pool thread with a fresh stack while the caller waits,
@@ -54,6 +55,17 @@ class Engine {
   /// that failed, glassbox::Error for bad arguments; the engine stays usable.
   TensorList execute(const std::vector<Edge>& roots, TensorList grads, bool keep_graph,
                      const std::vector<Edge>& outputs = {});
+
+  /// For a node whose backward runs a graph of its own (checkpoint's
+  /// recomputed segment). Like execute(roots, grads, false, outputs), the
+  /// result holds the gradients arriving at `outputs`, where this pass stops;
+  /// every other edge the graph reaches gets its gradient as the running
+  /// pass gives them: under a backward() every reachable node runs, so leaves
+  /// such as weights the segment closes over accumulate into grad; under a
+  /// grad() nothing accumulates, and what reaches an edge that grad() asked
+  /// for is added to its result. Call it from a running node; elsewhere it
+  /// throws glassbox::Error.
+  TensorList execute_reentrant(const std::vector<Edge>& roots, TensorList grads, const std::vector<Edge>& outputs);
 
   /// Runs `callback` on the thread that called execute, after every node of
   /// the current backward pass succeeded. Call it from a node or hook;

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "glassbox/autograd/edge.hpp"
 #include "glassbox/autograd/input_buffer.hpp"
 #include "glassbox/autograd/node.hpp"
 #include "glassbox/autograd/node_map.hpp"
@@ -27,8 +28,8 @@ namespace glassbox::autograd {
 
 class ReadyQueue;
 
-/// For a .grad()-style execute: whether a node must run, and which of its
-/// input slots are captured into which result.
+/// For an execute with output edges: whether a node must run, and which of
+/// its input slots are captured into which result.
 struct ExecInfo {
   bool needed = false;
   bool visited = false;                                         ///< seen by the search that sets `needed`
@@ -37,10 +38,19 @@ struct ExecInfo {
 
 class GraphTask {
  public:
-  GraphTask(bool keep, int depth, std::shared_ptr<ReadyQueue> queue, trace::SpanContext parent) noexcept
-      : keep_graph(keep), reentrant_depth(depth), cpu_queue(std::move(queue)), trace_parent(parent) {}
+  GraphTask(bool keep, bool accumulate_leaves, int depth, std::shared_ptr<ReadyQueue> queue,
+            trace::SpanContext parent) noexcept
+      : keep_graph(keep),
+        accumulate(accumulate_leaves),
+        reentrant_depth(depth),
+        cpu_queue(std::move(queue)),
+        trace_parent(parent) {}
 
   const bool keep_graph;
+  /// As backward(): every reachable node runs, so leaves accumulate into
+  /// grad, except the nodes of captured edges, where the gradient is taken
+  /// instead. Otherwise, as grad(): only nodes leading to a captured edge run.
+  const bool accumulate;
   /// 0 for a backward called outside the engine, parent's + 1 when reentrant.
   const int reentrant_depth;
   /// The queue of the thread that called execute: CPU nodes run there, and
@@ -56,14 +66,17 @@ class GraphTask {
   /// Nodes run, counted only when the execute span is sampled (it reports it).
   std::atomic<std::uint64_t> nodes_run{0};
 
-  /// Empty: run every reachable node. Otherwise only needed ones.
+  /// The edges whose gradients are captured, in result order.
+  std::vector<Edge> outputs;
+  /// Empty when nothing is captured. Accumulating, it holds only the
+  /// captured nodes; otherwise every node reached, `needed` set on those that run.
   NodeMap<ExecInfo> exec_info;
 
   std::mutex mu;
   // guarded by mu:
   NodeMap<int> dependencies;
   std::unordered_map<const Node*, InputBuffer> not_ready;
-  TensorList captured;
+  InputBuffer captured;  ///< one slot per output edge
   std::exception_ptr error;
   std::vector<std::function<void()>> final_callbacks;
 
