@@ -18,6 +18,7 @@
 #include "demo_path.hpp"
 #include "grafana_dashboard.hpp"
 #include "otlp_collector.hpp"
+#include "source_dir.hpp"
 
 namespace fs = std::filesystem;
 using glassbox::testing::ChildProcess;
@@ -27,7 +28,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const fs::path kSource = GLASSBOX_SOURCE_DIR;
 constexpr const char* kScrapeInterval = "1s";
 // What Grafana makes of $__rate_interval for a 1 s scrape interval: at least
 // four scrapes, so rate() always has two samples to work with.
@@ -51,7 +51,7 @@ std::string tail(const std::string& log, std::size_t lines = 15) {
 /// The project's dashboards/prometheus/ in `dir`, as it is but for the scrape
 /// and evaluation intervals, with a targets.yml that names `target`.
 void write_prometheus_config(const fs::path& dir, const std::string& target) {
-  const fs::path project = kSource / "dashboards/prometheus";
+  const fs::path project = glassbox::testing::source_dir() / "dashboards/prometheus";
   for (const auto& e : fs::directory_iterator(project)) {
     if (e.is_regular_file()) fs::copy_file(e.path(), dir / e.path().filename());
   }
@@ -161,8 +161,8 @@ TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
   const std::string prometheus_bin = GLASSBOX_PROMETHEUS;
   ASSERT_FALSE(prometheus_bin.empty() || prometheus_bin.ends_with("NOTFOUND"))
       << "prometheus not found at configure time; run scripts/install-deps (Debian package 'prometheus')";
-  const json dashboard =
-      glassbox::testing::read_dashboard(kSource / "dashboards/grafana/dashboards/glassbox-runtime.json");
+  const json dashboard = glassbox::testing::read_dashboard(glassbox::testing::source_dir() /
+                                                           "dashboards/grafana/dashboards/glassbox-runtime.json");
   const auto queries = glassbox::testing::dashboard_queries(dashboard);
   ASSERT_FALSE(queries.empty());
 

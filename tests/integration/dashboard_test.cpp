@@ -12,6 +12,7 @@
 
 #include "grafana_dashboard.hpp"
 #include "promql_selectors.hpp"
+#include "source_dir.hpp"
 
 namespace fs = std::filesystem;
 using glassbox::testing::dashboard_panels;
@@ -21,8 +22,9 @@ using nlohmann::json;
 
 namespace {
 
-const fs::path kSource = GLASSBOX_SOURCE_DIR;
-const fs::path kDashboard = kSource / "dashboards/grafana/dashboards/glassbox-runtime.json";
+fs::path dashboard_file() {
+  return glassbox::testing::source_dir() / "dashboards/grafana/dashboards/glassbox-runtime.json";
+}
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -39,7 +41,7 @@ const std::map<std::string, std::string>& families_in_code() {
     static const std::regex call(R"re(\b(counter|gauge|up_down_counter|histogram)\(\s*"(glassbox_[a-z0-9_]+)")re");
     std::map<std::string, std::string> out;
     for (const char* dir : {"instrumentation", "core", "cuda", "exporters"}) {
-      for (const auto& e : fs::recursive_directory_iterator(kSource / dir)) {
+      for (const auto& e : fs::recursive_directory_iterator(glassbox::testing::source_dir() / dir)) {
         const auto ext = e.path().extension();
         if (ext != ".cpp" && ext != ".hpp") continue;
         const std::string text = read_text(e.path());
@@ -78,7 +80,9 @@ std::string where(const glassbox::testing::DashboardQuery& q) {
 
 class GrafanaDashboard : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_NO_THROW(dashboard_ = glassbox::testing::read_dashboard(kDashboard)) << kDashboard; }
+  void SetUp() override {
+    ASSERT_NO_THROW(dashboard_ = glassbox::testing::read_dashboard(dashboard_file())) << dashboard_file();
+  }
   json dashboard_;
 };
 
@@ -175,7 +179,7 @@ TEST_F(GrafanaDashboard, ExpressionsFilterByInstanceUseRateIntervalAndDefinedVar
 
 TEST(AlertRules, NameOnlyFamiliesTheCodeRegisters) {
   const auto families = families_in_code();
-  const std::string rules = read_text(kSource / "dashboards/prometheus/alerts.yml");
+  const std::string rules = read_text(glassbox::testing::source_dir() / "dashboards/prometheus/alerts.yml");
   static const std::regex name(R"(\bglassbox_[a-z0-9_]+\b)");
   std::size_t seen = 0;
   for (std::sregex_iterator m(rules.begin(), rules.end(), name), end; m != end; ++m, ++seen) {

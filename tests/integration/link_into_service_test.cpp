@@ -13,6 +13,7 @@
 #include "child_process.hpp"
 #include "prometheus_text.hpp"
 #include "run_command.hpp"
+#include "source_dir.hpp"
 
 namespace fs = std::filesystem;
 using glassbox::testing::parse_prometheus_text;
@@ -34,12 +35,12 @@ void run_step(const std::string& what, const std::string& command) {
 }
 
 std::string configure_command(const fs::path& prefix, const fs::path& build) {
-  std::string c = std::string(GLASSBOX_CMAKE) + " -S " +
-                  in_quotes(fs::path(GLASSBOX_SOURCE_DIR) / "examples/link-into-service") + " -B " + in_quotes(build) +
-                  " -G '" GLASSBOX_CMAKE_GENERATOR "'" + " -DCMAKE_PREFIX_PATH=" + in_quotes(prefix) +
-                  " -DCMAKE_BUILD_TYPE=" GLASSBOX_BUILD_TYPE + " -DCMAKE_CXX_COMPILER=" + in_quotes(GLASSBOX_CXX) +
-                  " '-DCMAKE_CXX_FLAGS=" GLASSBOX_EXAMPLE_CXX_FLAGS "'" +
-                  " '-DCMAKE_EXE_LINKER_FLAGS=" GLASSBOX_EXAMPLE_LINKER_FLAGS "'";
+  std::string c =
+      std::string(GLASSBOX_CMAKE) + " -S " + in_quotes(glassbox::testing::source_dir() / "examples/link-into-service") +
+      " -B " + in_quotes(build) + " -G '" GLASSBOX_CMAKE_GENERATOR "'" + " -DCMAKE_PREFIX_PATH=" + in_quotes(prefix) +
+      " -DCMAKE_BUILD_TYPE=" GLASSBOX_BUILD_TYPE + " -DCMAKE_CXX_COMPILER=" + in_quotes(GLASSBOX_CXX) +
+      " '-DCMAKE_CXX_FLAGS=" GLASSBOX_EXAMPLE_CXX_FLAGS "'" +
+      " '-DCMAKE_EXE_LINKER_FLAGS=" GLASSBOX_EXAMPLE_LINKER_FLAGS "'";
   const std::string ccache = GLASSBOX_CCACHE;
   if (!ccache.empty() && !ccache.ends_with("NOTFOUND")) c += " -DCMAKE_CXX_COMPILER_LAUNCHER=" + in_quotes(ccache);
   return c;

@@ -13,6 +13,7 @@
 
 #include "glassbox/exporters/otlp_json.hpp"
 #include "run_command.hpp"
+#include "source_dir.hpp"
 
 namespace ge = glassbox::exporters;
 namespace gt = glassbox::trace;
@@ -37,8 +38,8 @@ class OtlpDecoder : public ::testing::Test {
   void TearDown() override { fs::remove(payload); }
   glassbox::testing::CommandResult validate(const std::string& json) {
     std::ofstream(payload) << json;
-    return glassbox::testing::run_command(std::string(GLASSBOX_NODE) + " " +
-                                          GLASSBOX_SOURCE_DIR "/scripts/validate-otlp-json.js " + payload + " " +
+    const fs::path validator = glassbox::testing::source_dir() / "scripts/validate-otlp-json.js";
+    return glassbox::testing::run_command(std::string(GLASSBOX_NODE) + " " + validator.string() + " " + payload + " " +
                                           decoder_modules());
   }
   std::string payload =

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <future>
 #include <latch>
 #include <memory>
 #include <mutex>
@@ -100,6 +101,25 @@ class Rendezvous {
   std::condition_variable cv_;
   const int parties_;
   int arrived_ = 0;
+};
+
+// The states' wait clock for TimeWaitingForABusyStateIsObserved. The lock
+// reads it only when it finds the state busy: its first reading tells the
+// holder that the second caller is waiting, and its readings are what the
+// histogram sees, so the test needs no sleep and no scheduling luck.
+struct SignallingClock {
+  static inline std::promise<void> waiting;
+  static inline std::atomic<int> readings{0};
+  static void reset() {
+    waiting = {};
+    readings = 0;
+  }
+  static std::chrono::steady_clock::time_point now() {
+    const std::chrono::steady_clock::time_point epoch{};
+    if (readings++ > 0) return epoch + std::chrono::milliseconds(250);
+    waiting.set_value();
+    return epoch;
+  }
 };
 
 }  // namespace typed
@@ -278,29 +298,29 @@ TYPED_TEST_P(CudnnStateTyped, OneStateIsNeverHeldByTwoCallersAtOnce) {
 }
 
 TYPED_TEST_P(CudnnStateTyped, TimeWaitingForABusyStateIsObserved) {
-  this->make();
+  typed::SignallingClock::reset();
+  this->make({.wait_clock = &typed::SignallingClock::now});
   typename TestFixture::Stream first_caller, second_caller;
-  std::atomic<bool> holding{false}, second_started{false};
+  std::promise<void> holding;
   std::thread holder([&] {
     this->wrapper(first_caller).with_cudnn_state(0, [&](typename TestFixture::State&) {
-      holding = true;
-      while (!second_started) std::this_thread::yield();
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      holding.set_value();
+      // Bounded: without the clock's signal the checks below fail instead of hanging.
+      EXPECT_EQ(typed::SignallingClock::waiting.get_future().wait_for(std::chrono::seconds(10)),
+                std::future_status::ready)
+          << "the second caller never waited";
     });
   });
-  while (!holding) std::this_thread::yield();
-  std::thread second([&] {
-    second_started = true;
-    this->wrapper(second_caller).with_cudnn_state(0, [](typename TestFixture::State&) {});
-  });
+  holding.get_future().wait();
+  this->wrapper(second_caller).with_cudnn_state(0, [](typename TestFixture::State&) {});
   holder.join();
-  second.join();
   first_caller.synchronize();
   second_caller.synchronize();
   const auto& h = this->series("glassbox_cudnn_state_wait_seconds", 0, 0).histogram;
+  EXPECT_EQ(typed::SignallingClock::readings.load(), 2);
   EXPECT_EQ(h.count, 2u);
   EXPECT_EQ(h.buckets.front(), 1u) << "the uncontended lock counts as no wait";
-  EXPECT_GE(h.sum, 0.025) << "the second caller waited about 50 ms for the first";
+  EXPECT_DOUBLE_EQ(h.sum, 0.25) << "the second caller's wait, as its clock read it";
 }
 
 TYPED_TEST_P(CudnnStateTyped, EachStateHasItsOwnStreamAndHandleKeptAcrossExecutions) {
@@ -404,6 +424,8 @@ TYPED_TEST_P(CudnnStateTyped, TheNumberOfStatesPerDeviceIsConfigurable) {
   caller.synchronize();
   metrics::Registry other;
   EXPECT_THROW(typename TestFixture::States(TypeParam::make_backend(other), {.states_per_device = 0}, other),
+               glassbox::ConfigError);
+  EXPECT_THROW(typename TestFixture::States(TypeParam::make_backend(other), {.wait_clock = nullptr}, other),
                glassbox::ConfigError);
 }
 

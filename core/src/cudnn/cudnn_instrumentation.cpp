@@ -1,6 +1,5 @@
 #include "glassbox/cudnn/cudnn_instrumentation.hpp"
 
-#include <chrono>
 #include <exception>
 #include <vector>
 
@@ -26,15 +25,15 @@ StateSeries StateSeries::resolve(metrics::Registry& r, int device, int index) {
   };
 }
 
-std::unique_lock<std::mutex> lock_timed(std::mutex& mu, const metrics::Histogram& wait_seconds) {
+std::unique_lock<std::mutex> lock_timed(std::mutex& mu, const metrics::Histogram& wait_seconds, WaitClock clock) {
   std::unique_lock lock(mu, std::try_to_lock);
   if (lock.owns_lock()) {
     wait_seconds.observe(0.0);
     return lock;
   }
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = clock();
   lock.lock();
-  wait_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  wait_seconds.observe(std::chrono::duration<double>(clock() - start).count());
   return lock;
 }
 

@@ -37,6 +37,7 @@ void check_options(const CudnnStatesOptions& options) {
     throw ConfigError("glassbox cuDNN wrapper: states_per_device=" + std::to_string(options.states_per_device) +
                       " is not accepted; expected 1 to " + std::to_string(kMaxStatesPerDevice));
   }
+  if (options.wait_clock == nullptr) throw ConfigError("glassbox cuDNN wrapper: wait_clock is null");
 }
 
 void throw_bad_device(int device, int device_count) {

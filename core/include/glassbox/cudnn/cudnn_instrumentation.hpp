@@ -5,6 +5,7 @@
 //
 // Series are shared by every CudnnStates on one registry, so two sets of
 // states on the same registry add up in one series.
+#include <chrono>
 #include <cstddef>
 #include <mutex>
 #include <string>
@@ -28,9 +29,14 @@ struct StateSeries {
   static StateSeries resolve(metrics::Registry& registry, int device, int index);
 };
 
+/// What the wait for a state's lock is timed with. A plain function, so
+/// that options holding one stay a literal type.
+using WaitClock = std::chrono::steady_clock::time_point (*)();
+
 /// Locks `mu` and observes how long that took into `wait_seconds`. Without
-/// contention it observes 0 and reads no clock.
-std::unique_lock<std::mutex> lock_timed(std::mutex& mu, const metrics::Histogram& wait_seconds);
+/// contention it observes 0 and reads no clock; with contention it reads
+/// `clock` once when it finds `mu` held and once when it has it.
+std::unique_lock<std::mutex> lock_timed(std::mutex& mu, const metrics::Histogram& wait_seconds, WaitClock clock);
 
 /// One state's NVTX range name, `glassbox.cudnn.execute[device=D,state=I]`,
 /// registered once, so Nsight tells the states apart at the cost of a pointer.

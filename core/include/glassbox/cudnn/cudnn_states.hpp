@@ -26,6 +26,9 @@ namespace glassbox::cudnn {
 struct CudnnStatesOptions {
   /// States per device; indices run 0..states_per_device-1.
   int states_per_device = 4;
+  /// Times the wait for a busy state (glassbox_cudnn_state_wait_seconds).
+  /// A test's clock can tell it that a caller is waiting, and for how long.
+  WaitClock wait_clock = [] { return std::chrono::steady_clock::now(); };
 
   /// Defaults, with states_per_device from GLASSBOX_CUDNN_STATES_PER_DEVICE
   /// when set (an integer in 1..1024; anything else throws ConfigError).
@@ -66,7 +69,7 @@ class CudnnStates {
   void run(int device, stream_type caller, int index, F&& f) {
     Slot& slot = slot_for(device, index);
     typename B::device_guard guard(device);
-    std::unique_lock lock = lock_timed(slot.mu, slot.series.wait_seconds);
+    std::unique_lock lock = lock_timed(slot.mu, slot.series.wait_seconds, options_.wait_clock);
     if (!slot.state) slot.state = std::make_unique<CudnnState<B>>(backend_, device, index, slot.series);
     slot.state->execute(caller, std::forward<F>(f));
   }
