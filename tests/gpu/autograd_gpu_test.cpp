@@ -21,6 +21,7 @@
 #include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
 #include "glassbox/error.hpp"
+#include "gpu_required.hpp"
 #include "test_kernels.hpp"
 
 namespace ga = glassbox::autograd;
@@ -35,7 +36,7 @@ namespace {
 class GpuAutograd : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (gcu::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    if (glassbox::testing::lacks_devices()) GTEST_SKIP() << "no CUDA device";
     ga::use_cuda();
   }
 };
@@ -176,7 +177,7 @@ TEST_F(GpuAutograd, MixedCpuAndGpuGraphMatchesAnAllCpuGraph) {
 }
 
 TEST_F(GpuAutograd, TwoGpusInOneGraph) {
-  if (gcu::cuda_device_count() < 2) GTEST_SKIP() << "needs two CUDA devices";
+  if (glassbox::testing::lacks_devices(2)) GTEST_SKIP() << "needs two CUDA devices";
   auto run = [](int first, int second) {
     Tensor x = leaf(Shape{64, 32}, first, 4);
     Tensor w = leaf(Shape{32, 16}, second, 5);

@@ -34,14 +34,16 @@
 #include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/metrics/registry.hpp"
+#include "gpu_required.hpp"
 #include "test_kernels.hpp"
 
 namespace glassbox::testing {
 
 /// Why the CUDA backends cannot run here (no device); empty when they can.
-/// Makes device 0 current for the calling thread when they can.
+/// Makes device 0 current for the calling thread when they can. Where a GPU
+/// is required (gpu_required.hpp), no device also fails the calling test.
 inline std::string cuda_unavailable() {
-  if (cuda::cuda_device_count() == 0) return "no CUDA device";
+  if (lacks_devices()) return "no CUDA device";
   cuda::check_cuda(cudaSetDevice(0), "cudaSetDevice");
   return {};
 }

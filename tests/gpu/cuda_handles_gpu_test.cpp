@@ -11,6 +11,7 @@
 #include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/cuda/current_stream.hpp"
 #include "glassbox/cuda/handle_pool/current_handles.hpp"
+#include "gpu_required.hpp"
 #include "test_kernels.hpp"
 
 namespace gcu = glassbox::cuda;
@@ -27,8 +28,8 @@ constexpr int kN = 48;  // matrices are kN x kN, column-major
 class GpuHandles : public ::testing::Test {
  protected:
   void SetUp() override {
+    if (glassbox::testing::lacks_devices()) GTEST_SKIP() << "no CUDA device";
     devices_ = gcu::cuda_device_count();
-    if (devices_ == 0) GTEST_SKIP() << "no CUDA device";
   }
 
   // Rounds of fresh threads, kThreadsPerDevice per device, all working at once.

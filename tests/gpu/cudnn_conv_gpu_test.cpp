@@ -20,6 +20,7 @@
 #include "glassbox/cuda/cudnn/cuda_cudnn_backend.hpp"
 #include "glassbox/cuda/handle_pool/current_handles.hpp"
 #include "glassbox/metrics/registry.hpp"
+#include "gpu_required.hpp"
 #include "test_kernels.hpp"
 
 namespace gcu = glassbox::cuda;
@@ -41,7 +42,7 @@ constexpr int kOutput = kN * kK * kH * kW;
 class GpuCudnnState : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (gcu::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    if (glassbox::testing::lacks_devices()) GTEST_SKIP() << "no CUDA device";
     gcu::check_cuda(cudaSetDevice(0), "cudaSetDevice");
   }
 };

@@ -10,6 +10,7 @@
 #include "child_process.hpp"
 #include "demo_path.hpp"
 #include "glassbox/cuda/cuda_check.hpp"
+#include "gpu_required.hpp"
 
 using glassbox::testing::ChildProcess;
 using namespace std::chrono_literals;
@@ -19,7 +20,7 @@ namespace {
 class GpuDemo : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (glassbox::cuda::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    if (glassbox::testing::lacks_devices()) GTEST_SKIP() << "no CUDA device";
   }
 
   // Runs the demo to its end; its exit status and whole output.

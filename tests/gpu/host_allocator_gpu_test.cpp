@@ -14,6 +14,7 @@
 #include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "gpu_required.hpp"
 
 namespace gcu = glassbox::cuda;
 namespace gha = glassbox::host_allocator;
@@ -25,7 +26,7 @@ constexpr std::size_t kBytes = 1 << 16;
 class HostAllocatorGpu : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (gcu::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    if (glassbox::testing::lacks_devices()) GTEST_SKIP() << "no CUDA device";
     gcu::check_cuda(cudaSetDevice(0), "cudaSetDevice");
     gcu::check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     gcu::check_cuda(cudaMalloc(&device_, kBytes), "cudaMalloc");

@@ -33,7 +33,7 @@ class CudaCudnnBackend {
   /// the current device (per-thread if compiled with --default-stream per-thread).
   static cudaStream_t default_stream() noexcept { return nullptr; }
 
-  int device_count() const noexcept { return cuda::cuda_device_count(); }
+  int device_count() const { return cuda::cuda_device_count(); }
 
   cudaStream_t create_stream(int device);
   void destroy_stream(int device, cudaStream_t stream) noexcept;

@@ -10,7 +10,7 @@ namespace glassbox::cuda {
 struct CublasFactory {
   using handle_type = cublasHandle_t;
   std::string library() const { return "cublas"; }
-  int device_count() const noexcept { return cuda_device_count(); }
+  int device_count() const { return cuda_device_count(); }
   handle_type create(int device);
   void destroy(int device, handle_type h) noexcept;
 };
@@ -18,7 +18,7 @@ struct CublasFactory {
 struct CublasLtFactory {
   using handle_type = cublasLtHandle_t;
   std::string library() const { return "cublaslt"; }
-  int device_count() const noexcept { return cuda_device_count(); }
+  int device_count() const { return cuda_device_count(); }
   handle_type create(int device);
   void destroy(int device, handle_type h) noexcept;
 };
@@ -26,7 +26,7 @@ struct CublasLtFactory {
 struct CudnnFactory {
   using handle_type = cudnnHandle_t;
   std::string library() const { return "cudnn"; }
-  int device_count() const noexcept { return cuda_device_count(); }
+  int device_count() const { return cuda_device_count(); }
   handle_type create(int device);
   void destroy(int device, handle_type h) noexcept;
 };
