@@ -5,24 +5,29 @@ include(CMakePackageConfigHelpers)
 
 set(_gb_targets glassbox_instrumentation glassbox_core)
 set(_gb_include_dirs instrumentation/include/ core/include/)
-if(TARGET glassbox_cuda)
-  list(APPEND _gb_targets glassbox_cuda)
-  list(APPEND _gb_include_dirs cuda/include/)
-endif()
 if(TARGET glassbox_exporters)
   list(APPEND _gb_targets glassbox_exporters)
   list(APPEND _gb_include_dirs exporters/include/)
 endif()
 
-install(TARGETS ${_gb_targets} EXPORT glassboxTargets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
-  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+function(glassbox_install_export export_set)
+  install(TARGETS ${ARGN} EXPORT ${export_set}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT ${export_set} NAMESPACE glassbox:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/glassbox)
+endfunction()
+glassbox_install_export(glassboxTargets ${_gb_targets})
+# glassbox::cuda in an export set of its own, which the package config loads
+# only where the CUDA toolkit and cuDNN are found.
+if(TARGET glassbox_cuda)
+  glassbox_install_export(glassboxCudaTargets glassbox_cuda)
+  list(APPEND _gb_include_dirs cuda/include/)
+endif()
 foreach(dir IN LISTS _gb_include_dirs)
   install(DIRECTORY ${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endforeach()
-install(EXPORT glassboxTargets NAMESPACE glassbox:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/glassbox)
 
 configure_package_config_file(cmake/glassboxConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/glassboxConfig.cmake
