@@ -1,19 +1,24 @@
 // The caching host allocator on a real GPU: pinned memory, copies both ways,
-// and the property that matters most: a block freed while a kernel still
-// reads it is not handed out again until that kernel is done.
+// the property that matters most (a block freed while a kernel still reads it
+// is not handed out again until that kernel is done), and CUDA graph capture
+// in each of its three modes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
+#include "glassbox/error.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "test_kernels.hpp"
 
 namespace gcu = glassbox::cuda;
 namespace gha = glassbox::host_allocator;
+namespace gm = glassbox::metrics;
 using glassbox::testing::spin_then_copy;
 
 namespace {
@@ -30,8 +35,20 @@ class HostAllocatorGpu : public ::testing::Test {
     gcu::check_cuda(cudaMalloc(&device_, kBytes), "cudaMalloc");
   }
   void TearDown() override {
+    end_any_capture();
     if (stream_) cudaStreamDestroy(stream_);
     if (device_) cudaFree(device_);
+  }
+  // A test that failed mid-capture leaves stream_ capturing; end it, so that
+  // the next test starts clean.
+  void end_any_capture() {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (!stream_ || cudaStreamIsCapturing(stream_, &status) != cudaSuccess) return;
+    if (status == cudaStreamCaptureStatusNone) return;
+    cudaGraph_t graph = nullptr;
+    (void)cudaStreamEndCapture(stream_, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
   }
   std::unique_ptr<gha::CachingHostAllocator> make(const char* conf,
                                                   std::shared_ptr<gcu::CudaHostBackend>* backend_out = nullptr) {
@@ -52,11 +69,11 @@ class HostAllocatorGpu : public ::testing::Test {
     allocator.free(allocator.allocate(kBytes).ctx);
   }
   // The kernel reads `block` through its device mapping after spinning.
-  void launch_reader(void* block) {
+  void launch_reader(void* block, cudaStream_t stream) {
     void* mapped = nullptr;
     gcu::check_cuda(cudaHostGetDevicePointer(&mapped, block, 0), "cudaHostGetDevicePointer");
     spin_then_copy(static_cast<unsigned char*>(mapped), static_cast<unsigned char*>(device_), kBytes, kSpinCycles,
-                   stream_);
+                   stream);
     gcu::check_cuda(cudaGetLastError(), "spin_then_copy launch");
   }
   std::vector<unsigned char> what_the_kernel_read() {
@@ -67,7 +84,12 @@ class HostAllocatorGpu : public ::testing::Test {
     return out;
   }
 
-  glassbox::metrics::Registry registry_;
+  double metric(const std::string& name, const gm::LabelPairs& labels) const {
+    return gm::sum_series(registry_.snapshot(), name, labels);
+  }
+  double captured_blocks() const { return metric("glassbox_host_blocks_unrecyclable_total", {{"reason", "captured"}}); }
+
+  gm::Registry registry_;
   cudaStream_t stream_ = nullptr;
   void* device_ = nullptr;
 };
@@ -98,7 +120,7 @@ TEST_F(HostAllocatorGpu, AFreedBlockIsNotReusedWhileAKernelStillReadsIt) {
   auto allocator = make("");
   auto a = allocator->allocate(kBytes);
   std::memset(a.ptr, 0xAB, kBytes);
-  launch_reader(a.ptr);
+  launch_reader(a.ptr, stream_);
   ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(stream_)));
   allocator->free(a.ctx);
   auto b = allocator->allocate(kBytes);  // at once, while the kernel spins
@@ -121,7 +143,7 @@ TEST_F(HostAllocatorGpu, WithoutRecordStreamTheOverwriteIsVisible) {
   auto allocator = make("");
   auto a = allocator->allocate(kBytes);
   std::memset(a.ptr, 0xAB, kBytes);
-  launch_reader(a.ptr);
+  launch_reader(a.ptr, stream_);
   allocator->free(a.ctx);
   auto b = allocator->allocate(kBytes);
   ASSERT_EQ(b.ptr, a.ptr);
@@ -131,71 +153,229 @@ TEST_F(HostAllocatorGpu, WithoutRecordStreamTheOverwriteIsVisible) {
   allocator->free(b.ctx);
 }
 
-TEST_F(HostAllocatorGpu, ABlockUsedDuringGraphCaptureIsNeverRecycled) {
+// A pinned block of a wrapper that moved the allocation's context into its
+// own passes the right pointer with a context the allocator never gave out:
+// the pointer finds the block, so it waits for the kernel like any other.
+TEST_F(HostAllocatorGpu, ARecordWithAForeignContextKeepsTheBlockWhileAKernelReadsIt) {
+  auto allocator = make("");
+  auto a = allocator->allocate(kBytes);
+  std::memset(a.ptr, 0xAB, kBytes);
+  launch_reader(a.ptr, stream_);
+  int wrapper = 0;
+  ASSERT_TRUE(allocator->record_stream(a.ptr, &wrapper, gcu::CudaHostBackend::id(stream_)));
+  allocator->free(a.ctx);
+  auto b = allocator->allocate(kBytes);  // at once, while the kernel spins
+  std::memset(b.ptr, 0xCD, kBytes);
+  EXPECT_NE(b.ptr, a.ptr);
+  auto read = what_the_kernel_read();
+  EXPECT_EQ(std::count(read.begin(), read.end(), 0xAB), static_cast<long>(kBytes))
+      << "the kernel saw overwritten bytes";
+  allocator->free(b.ctx);
+}
+
+namespace {
+
+// Graph capture in each of CUDA's three modes. In global mode a capture
+// forbids "unsafe" calls on every thread whose own mode is not relaxed, in
+// thread-local mode on the capturing thread: among them cudaHostAlloc,
+// cudaFreeHost, cudaHostRegister, cudaHostUnregister and cudaEventQuery. Such
+// a call fails with cudaErrorStreamCaptureUnsupported and invalidates the
+// capture, so the allocator makes its own in relaxed mode.
+class HostAllocatorGpuCapture : public HostAllocatorGpu, public ::testing::WithParamInterface<cudaStreamCaptureMode> {
+ protected:
+  void begin_capture() { gcu::check_cuda(cudaStreamBeginCapture(stream_, GetParam()), "cudaStreamBeginCapture"); }
+  // Ends the capture and, if it survived, replays the graph once; returns the
+  // capture's status ("cudaSuccess" when it survived).
+  std::string end_capture_and_replay() {
+    cudaGraph_t graph = nullptr;
+    cudaError_t status = cudaStreamEndCapture(stream_, &graph);
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();
+      if (graph) cudaGraphDestroy(graph);
+      return cudaGetErrorName(status);
+    }
+    cudaGraphExec_t exec = nullptr;
+    gcu::check_cuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    gcu::check_cuda(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
+    gcu::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    return cudaGetErrorName(status);
+  }
+  void allocate_to_pool(gha::CachingHostAllocator& allocator, gha::PoolId pool) {
+    allocator.begin_allocate_to_pool(pool, [s = gcu::CudaHostBackend::id(stream_)](gha::StreamId x) { return x == s; });
+  }
+  void captured_copy_from(void* block) {
+    gcu::check_cuda(cudaMemcpyAsync(device_, block, kBytes, cudaMemcpyHostToDevice, stream_), "captured H2D");
+  }
+};
+
+cudaStreamCaptureMode thread_capture_mode() {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  gcu::check_cuda(cudaThreadExchangeStreamCaptureMode(&mode), "cudaThreadExchangeStreamCaptureMode");
+  cudaStreamCaptureMode back = mode;
+  gcu::check_cuda(cudaThreadExchangeStreamCaptureMode(&back), "cudaThreadExchangeStreamCaptureMode");
+  return mode;
+}
+
+std::string mode_name(const ::testing::TestParamInfo<cudaStreamCaptureMode>& mode) {
+  switch (mode.param) {
+    case cudaStreamCaptureModeGlobal:
+      return "Global";
+    case cudaStreamCaptureModeThreadLocal:
+      return "ThreadLocal";
+    default:
+      return "Relaxed";
+  }
+}
+
+// allocate() as a string: empty, or what it threw.
+std::string allocate_and_free(gha::CachingHostAllocator& allocator) {
+  try {
+    allocator.free(allocator.allocate(kBytes).ctx);
+    return "";
+  } catch (const glassbox::Error& e) {
+    return e.what();
+  }
+}
+
+}  // namespace
+
+TEST_P(HostAllocatorGpuCapture, ABlockUsedDuringGraphCaptureIsNeverRecycled) {
   auto allocator = make("");
   const gha::PoolId pool{1, 1};
-  allocator->begin_allocate_to_pool(pool, [&](gha::StreamId s) { return s == gcu::CudaHostBackend::id(stream_); });
-  gcu::check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+  allocate_to_pool(*allocator, pool);
+  begin_capture();
   gha::HostAllocation a;
   {
     gcu::CudaStreamGuard g(stream_);
-    a = allocator->allocate(kBytes);
-    gcu::check_cuda(cudaMemcpyAsync(device_, a.ptr, kBytes, cudaMemcpyHostToDevice, stream_), "captured H2D");
+    a = allocator->allocate(kBytes);  // the pool has no block yet: cudaHostAlloc during the capture
+    captured_copy_from(a.ptr);
     ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(stream_)));
     allocator->free(a.ctx);
   }
-  cudaGraph_t graph = nullptr;
-  gcu::check_cuda(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
+  EXPECT_EQ(end_capture_and_replay(), "cudaSuccess");
   allocator->end_allocate_to_pool(pool);
-  cudaGraphExec_t exec = nullptr;
-  gcu::check_cuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-  gcu::check_cuda(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
-  gcu::check_cuda(cudaStreamSynchronize(stream_), "sync");
   {
     gcu::CudaStreamGuard g(stream_);
-    allocator->begin_allocate_to_pool(pool, [&](gha::StreamId s) { return s == gcu::CudaHostBackend::id(stream_); });
+    allocate_to_pool(*allocator, pool);
     auto again = allocator->allocate(kBytes);  // outside capture: warns once, still the private pool
     EXPECT_NE(again.ptr, a.ptr) << "a block a graph may replay was handed out again";
     allocator->free(again.ctx);
     allocator->end_allocate_to_pool(pool);
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
+  EXPECT_EQ(captured_blocks(), 1);
   allocator->release_pool(pool);
   allocator->release_pool(pool);
 }
 
-// A thread keeps the event it gave back last for its next record, without
-// the pool's lock; one that exits must hand it back, or every short-lived
-// thread that polled would leave an event behind and the backend would
-// create one more per thread.
-TEST_F(HostAllocatorGpu, EventsComeBackFromThreadsThatExit) {
-  std::shared_ptr<gcu::CudaHostBackend> backend;
-  auto allocator = make("", &backend);
-  for (int i = 0; i < 64; ++i) std::thread([&] { cycle_one_event(*allocator); }).join();
-  EXPECT_EQ(backend->events_created(), 1u);
+// Every driver call the allocator makes on its own behalf during a capture:
+// a new block (cudaHostAlloc, or cudaHostRegister), empty_cache() returning
+// one (cudaFreeHost, or cudaHostUnregister). The capture survives, the
+// replay copies what the block holds, and the thread's mode is restored.
+TEST_P(HostAllocatorGpuCapture, TheAllocatorsDriverCallsKeepTheCaptureValid) {
+  for (const char* conf : {"", "use_host_register:true"}) {
+    SCOPED_TRACE(conf);
+    auto allocator = make(conf);
+    allocator->free(allocator->allocate(2 * kBytes).ctx);  // cached: empty_cache() returns it below
+    const gha::PoolId pool{2, 2};
+    allocate_to_pool(*allocator, pool);
+    begin_capture();
+    {
+      gcu::CudaStreamGuard g(stream_);
+      auto a = allocator->allocate(kBytes);
+      std::memset(a.ptr, 0x5A, kBytes);
+      captured_copy_from(a.ptr);
+      ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(stream_)));
+      allocator->free(a.ctx);
+    }
+    allocator->empty_cache();
+    EXPECT_EQ(thread_capture_mode(), cudaStreamCaptureModeGlobal) << "the thread's capture mode was not restored";
+    EXPECT_EQ(end_capture_and_replay(), "cudaSuccess");
+    allocator->end_allocate_to_pool(pool);
+    auto read = what_the_kernel_read();
+    EXPECT_EQ(std::count(read.begin(), read.end(), 0x5A), static_cast<long>(kBytes));
+    allocator->release_pool(pool);
+  }
 }
 
-// The spare is per thread, not per backend: a thread that moves on to
-// another backend's events hands the first one's back, where other threads
-// find it; one whose backend is gone is dropped (its events went with it).
-// Fresh threads: the test runner's own may hold a spare from an earlier test.
-TEST_F(HostAllocatorGpu, ASpareEventGoesBackToItsOwnBackend) {
-  std::shared_ptr<gcu::CudaHostBackend> first, second;
-  auto a = make("", &first);
-  auto b = make("", &second);
-  std::thread([&] {
-    cycle_one_event(*b);  // this thread keeps the second backend's event
-    cycle_one_event(*a);  // and hands it back when it keeps the first's
-    std::thread([&] { cycle_one_event(*b); }).join();
-  }).join();
-  EXPECT_EQ(second->events_created(), 1u) << "the other thread did not find the second backend's event";
-  EXPECT_EQ(first->events_created(), 1u);
-  std::thread([&] {
-    cycle_one_event(*b);
-    b.reset();
-    second.reset();  // this thread still holds the second backend's event
-    cycle_one_event(*a);
-  }).join();
-  EXPECT_EQ(first->events_created(), 1u);
+// Events recorded before the capture are polled during it (cudaEventQuery),
+// by an allocate() on the capturing thread and by one on another thread; a
+// kernel spinning on another stream keeps them pending.
+TEST_P(HostAllocatorGpuCapture, PollingEventsDuringCaptureKeepsTheCaptureValid) {
+  auto allocator = make("");
+  cudaStream_t side = nullptr;
+  gcu::check_cuda(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "cudaStreamCreate");
+  void* scratch = nullptr;
+  gcu::check_cuda(cudaMalloc(&scratch, 64), "cudaMalloc");
+  auto a = allocator->allocate(kBytes);
+  launch_reader(a.ptr, side);
+  ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(side)));
+  allocator->free(a.ctx);
+  begin_capture();
+  gcu::check_cuda(cudaMemsetAsync(scratch, 0, 64, stream_), "captured memset");
+  EXPECT_EQ(allocate_and_free(*allocator), "");
+  std::string other;
+  std::thread([&] { other = allocate_and_free(*allocator); }).join();
+  EXPECT_EQ(other, "");
+  EXPECT_EQ(end_capture_and_replay(), "cudaSuccess");
+  gcu::check_cuda(cudaStreamSynchronize(side), "cudaStreamSynchronize");
+  cudaStreamDestroy(side);
+  cudaFree(scratch);
 }
+
+// The sequence: a block from before the capture, a captured copy from
+// it, record_stream and free during the capture, no private pool. An event
+// recorded then would be captured, and every later query of it fails
+// (cudaErrorInvalidValue); none is recorded, the block stays out for good,
+// and the allocator carries on.
+TEST_P(HostAllocatorGpuCapture, AFreeDuringCaptureRecordsNoEventOnTheCapturingStream) {
+  auto allocator = make("");
+  auto a = allocator->allocate(kBytes);
+  begin_capture();
+  captured_copy_from(a.ptr);
+  ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(stream_)));
+  allocator->free(a.ctx);
+  EXPECT_EQ(end_capture_and_replay(), "cudaSuccess");
+  int failed = 0, reused = 0;
+  for (int i = 0; i < 50; ++i) {
+    try {
+      auto b = allocator->allocate(kBytes);
+      reused += b.ptr == a.ptr;
+      allocator->free(b.ctx);
+      allocator->process_events();
+    } catch (const glassbox::Error& e) {
+      if (failed++ == 0) ADD_FAILURE() << e.what();
+    }
+  }
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(reused, 0);
+  EXPECT_EQ(captured_blocks(), 1);
+  EXPECT_EQ(metric("glassbox_host_event_errors_total", {}), 0);
+}
+
+// Used during capture includes recorded on a capturing stream: freed after
+// the capture, the block is still read by every replay of the graph.
+TEST_P(HostAllocatorGpuCapture, ABlockRecordedOnACapturingStreamIsNotRecycledAfterTheCapture) {
+  auto allocator = make("");
+  auto a = allocator->allocate(kBytes);  // before the capture, from the default pool
+  const gha::PoolId pool{3, 3};
+  allocate_to_pool(*allocator, pool);
+  begin_capture();
+  captured_copy_from(a.ptr);
+  ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(stream_)));
+  EXPECT_EQ(end_capture_and_replay(), "cudaSuccess");
+  allocator->end_allocate_to_pool(pool);
+  allocator->free(a.ctx);
+  gcu::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  auto b = allocator->allocate(kBytes);
+  EXPECT_NE(b.ptr, a.ptr) << "a block a graph replay reads was handed out again";
+  allocator->free(b.ctx);
+  EXPECT_EQ(captured_blocks(), 1);
+  allocator->release_pool(pool);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, HostAllocatorGpuCapture,
+                         ::testing::Values(cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal,
+                                           cudaStreamCaptureModeRelaxed),
+                         mode_name);
