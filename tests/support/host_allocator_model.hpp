@@ -5,7 +5,10 @@
 // step a stream, empty_cache, capture begin/end). After every step the model
 // predicts which pointer allocate() returns (a cached block or a new one) and
 // every stat and metric; no block may be handed out while a stream it was used
-// on has not passed its event. Shared by the property test and the fuzzer.
+// on has not passed its event. The sim backend captures events recorded on a
+// capturing stream and fails their polls, as CUDA does, so a model that let
+// one be recorded would see event errors. Shared by the property test and the
+// fuzzer.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -193,8 +196,9 @@ class ModelHarness {
     streams_[static_cast<std::size_t>(s)].enqueue([] {});
     expect(allocator_->record_stream(a.ptr, a.ctx, SimHostBackend::id(streams_[static_cast<std::size_t>(s)])),
            "record_stream of a held block");
-    auto& st = model_.blocks.at(id).streams;
-    if (std::find(st.begin(), st.end(), s) == st.end()) st.push_back(s);
+    ModelBlock& b = model_.blocks.at(id);
+    if (std::find(b.streams.begin(), b.streams.end(), s) == b.streams.end()) b.streams.push_back(s);
+    if (capturing_ && s == kCaptureStream) b.captured = true;  // a captured use: every replay reads it
   }
 
   void free_one() {
@@ -205,10 +209,13 @@ class ModelHarness {
     allocator_->free(a.ctx);
     ModelBlock& b = model_.blocks.at(id);
     b.allocated = false;
+    const bool stream_capturing =
+        capturing_ && std::find(b.streams.begin(), b.streams.end(), kCaptureStream) != b.streams.end();
     if (b.streams.empty()) {
       model_.free_lists[{b.pool, b.size}].push_back(id);
-    } else if (b.captured) {
-      b.event_count += static_cast<int>(b.streams.size());  // never drains
+    } else if (b.captured || stream_capturing) {
+      b.event_count += static_cast<int>(b.streams.size());  // no event recorded: never drains
+      ++retired_captured_;
     } else {
       b.event_count += static_cast<int>(b.streams.size());
       for (int s : b.streams) {
@@ -283,6 +290,10 @@ class ModelHarness {
     expect_equal(sum("glassbox_host_blocks", "active"), active, "active blocks metric");
     expect_equal(sum("glassbox_host_blocks", "free"), free_blocks, "free blocks metric");
     expect_equal(sum("glassbox_host_blocks", "pending_event"), pending_blocks, "pending blocks metric");
+    gm::LabelPairs captured{{"reason", "captured"}};
+    expect_equal(static_cast<std::int64_t>(metric_sum(registry_, "glassbox_host_blocks_unrecyclable_total", captured)),
+                 retired_captured_, "blocks used during capture");
+    expect_equal(sum("glassbox_host_event_errors_total"), std::int64_t{0}, "failed event polls");
   }
 
   int pick(int lo, int hi) { return pick_(lo, hi); }
@@ -296,6 +307,7 @@ class ModelHarness {
   std::vector<std::pair<int, gha::HostAllocation>> held_;
   bool capturing_ = false;
   int next_id_ = 0;
+  std::int64_t retired_captured_ = 0;
 };
 
 }  // namespace glassbox::testing

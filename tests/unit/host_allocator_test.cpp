@@ -6,6 +6,8 @@
 // run on the sim and on CUDA.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "glassbox/error.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/host_allocator/sim_host_backend.hpp"
@@ -68,6 +70,98 @@ TEST(HostAllocator, Pow2x4WasteIsAtMost25Percent) {
   EXPECT_EQ(p.size(p.index((1u << 20) + 1)), 1u << 21);  // pow2 wastes up to 50 %
 }
 
+// A caller that moved the allocation's context into a wrapper of its own (as
+// PyTorch's check_raw_allocation test does) passes the right pointer with a
+// context we never gave out: the pointer finds the block, as in PyTorch.
+TEST(HostAllocator, RecordStreamWithAForeignContextFindsTheBlockByPointer) {
+  Fixture f("thread_cache:0");
+  SimStream s;
+  auto a = f.allocator->allocate(4096);
+  int wrapper = 0;
+  s.enqueue([] {});  // a queued read of the block
+  EXPECT_TRUE(f.allocator->record_stream(a.ptr, &wrapper, SimHostBackend::id(s)));
+  f.allocator->free(a.ctx);
+  EXPECT_NE(f.allocator->allocate(4096).ptr, a.ptr) << "handed out while the queued read has not run";
+  s.run_until_blocked();
+  EXPECT_EQ(f.allocator->allocate(4096).ptr, a.ptr);
+}
+
+// Misuse is an error, never silence: memory that is no live allocation (never
+// ours, freed, or freed and returned to the system) cannot be tracked.
+TEST(HostAllocator, RecordStreamOnNoLiveAllocationThrowsNamingThePointer) {
+  Fixture f;
+  SimStream s;
+  auto expect_refused = [&](void* ptr, void* ctx) {
+    try {
+      f.allocator->record_stream(ptr, ctx, SimHostBackend::id(s));
+      ADD_FAILURE() << "record_stream accepted " << ptr;
+    } catch (const glassbox::Error& e) {
+      std::ostringstream text;
+      text << ptr;
+      EXPECT_NE(std::string(e.what()).find(text.str()), std::string::npos) << e.what();
+    }
+  };
+  int not_ours = 0;
+  expect_refused(&not_ours, nullptr);
+  auto a = f.allocator->allocate(64);
+  f.allocator->free(a.ctx);
+  expect_refused(a.ptr, a.ctx);  // freed, still cached
+  expect_refused(a.ptr, &not_ours);
+  f.allocator->empty_cache();
+  expect_refused(a.ptr, a.ctx);  // freed and returned to the system
+}
+
+// Used during capture means recorded on a capturing stream too, not only
+// allocated during capture: the captured copy reads the block at every
+// replay, long after any event recorded at free() has completed.
+TEST(HostAllocator, ABlockRecordedOnACapturingStreamIsNeverRecycled) {
+  Fixture f("thread_cache:0");
+  SimStream capture;
+  const gha::PoolId pool{4, 0};
+  auto a = f.allocator->allocate(4096);  // before the capture
+  capture.begin_capture();
+  f.allocator->begin_allocate_to_pool(pool, [&](gha::StreamId s) { return s == SimHostBackend::id(capture); });
+  f.use_on(a, capture);
+  f.allocator->end_allocate_to_pool(pool);
+  capture.end_capture();
+  f.allocator->free(a.ctx);  // after the capture: the stream is not capturing any more
+  capture.run_until_blocked();
+  EXPECT_NE(f.allocator->allocate(4096).ptr, a.ptr) << "a block a graph replay reads was handed out again";
+  EXPECT_EQ(f.backend->live_events(), 0u);
+  EXPECT_EQ(f.metric("glassbox_host_blocks_unrecyclable_total", {{"reason", "captured"}}), 1);
+  f.allocator->release_pool(pool);
+}
+
+// A block used on a stream before its capture began and freed during it: an
+// event recorded now would be captured into the graph, and its queries fail
+// (and, in CUDA, break the capture while it lasts). None is recorded, no
+// private pool needed; the block stays out for good and the allocator goes on.
+TEST(HostAllocator, AFreeWhileAStreamOfTheBlockCapturesRecordsNoEvent) {
+  Fixture f("thread_cache:0");
+  SimStream s, other;
+  auto a = f.allocator->allocate(4096);
+  f.use_on(a, other);
+  f.use_on(a, s);
+  s.begin_capture();
+  f.allocator->free(a.ctx);
+  s.end_capture();
+  EXPECT_EQ(f.backend->live_events(), 0u);
+  s.run_until_blocked();
+  other.run_until_blocked();
+  for (int i = 0; i < 50; ++i) {
+    auto b = f.allocator->allocate(4096);
+    EXPECT_NE(b.ptr, a.ptr);
+    f.allocator->free(b.ctx);
+    f.allocator->process_events();
+  }
+  auto st = f.allocator->stats();
+  EXPECT_EQ(st.allocations.current, 2);  // still reserved
+  EXPECT_EQ(st.cached_blocks, 1);        // but not cached
+  EXPECT_EQ(st.pending_events, 0);
+  EXPECT_EQ(f.metric("glassbox_host_blocks_unrecyclable_total", {{"reason", "captured"}}), 1);
+  EXPECT_EQ(f.metric("glassbox_host_blocks", {{"state", "pending_event"}}), 1);
+}
+
 TEST(HostAllocator, OutOfMemoryEmptiesTheCacheAndRetriesOnce) {
   Fixture f;
   f.backend->capacity_bytes = 3 << 20;
@@ -107,17 +201,50 @@ TEST(HostAllocator, AFailedEventRecordKeepsTheBlockOutAndSaysSo) {
   EXPECT_EQ(f.backend->live_events(), 0u);  // the recorded event drained
 }
 
-TEST(HostAllocator, AFailedEventQueryLosesNothing) {
+// An event whose query fails will never say complete, and its stream may
+// still use the block: the event is dropped and counted with the backend's
+// error, its block kept out for good, and the poll goes on with the rest.
+TEST(HostAllocator, AFailedEventQueryDropsTheEventAndRetiresItsBlock) {
   Fixture f("thread_cache:0");
   SimStream s;
-  auto a = f.allocator->allocate(64);
+  auto a = f.allocator->allocate(64), b = f.allocator->allocate(64);
   f.use_on(a, s);
-  f.allocator->free(a.ctx);
+  f.use_on(b, s);
+  f.allocator->free(a.ctx);  // the older event: polled first
+  f.allocator->free(b.ctx);
   s.run_until_blocked();
   f.backend->fail_queries = 1;
-  EXPECT_THROW(f.allocator->allocate(64), glassbox::BackendError);
-  EXPECT_EQ(f.allocator->stats().pending_events, 1);
-  EXPECT_EQ(f.allocator->allocate(64).ptr, a.ptr);  // the next poll succeeds
+  EXPECT_EQ(f.allocator->allocate(64).ptr, b.ptr);  // a's query failed; b's completed in the same poll
+  for (int i = 0; i < 50; ++i) {
+    auto c = f.allocator->allocate(64);
+    EXPECT_NE(c.ptr, a.ptr);
+    f.allocator->free(c.ctx);
+    f.allocator->process_events();
+  }
+  EXPECT_EQ(f.allocator->stats().pending_events, 0);
+  EXPECT_EQ(f.backend->live_events(), 0u);
+  EXPECT_EQ(f.metric("glassbox_host_event_errors_total", {{"error", "injected"}}), 1);
+  EXPECT_EQ(f.metric("glassbox_host_blocks_unrecyclable_total", {{"reason", "event_query_failed"}}), 1);
+  EXPECT_EQ(f.metric("glassbox_host_blocks", {{"state", "pending_event"}}), 1);
+}
+
+// The sim backend answers as CUDA does for an event recorded on a capturing
+// stream: the record succeeds (it is captured into the graph), and every poll
+// of it fails, during the capture and after (CUDA: cudaErrorInvalidValue).
+TEST(SimHostBackend, AnEventRecordedDuringCaptureFailsEveryPoll) {
+  SimHostBackend backend;
+  SimStream s;
+  s.begin_capture();
+  gha::EventId e = backend.record_event(SimHostBackend::id(s));
+  EXPECT_EQ(backend.query_event(e).status, gha::EventPoll::failed);
+  s.end_capture();
+  s.run_until_blocked();
+  const gha::EventPoll poll = backend.query_event(e);
+  EXPECT_EQ(poll.status, gha::EventPoll::failed);
+  EXPECT_STREQ(poll.error, "invalid_value");
+  backend.release_event(e);
+  EXPECT_EQ(backend.live_events(), 0u);
+  EXPECT_EQ(backend.query_event(backend.record_event(SimHostBackend::id(s))).status, gha::EventPoll::complete);
 }
 
 TEST(HostAllocatorConfig, EveryKeyParses) {

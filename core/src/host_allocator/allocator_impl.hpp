@@ -5,6 +5,7 @@
 // (remote side; its owner never waits for it);
 // a pool's class lock, then its blocks_mu; a class record's mu; slow_mu.
 // events_mu and a block's lock are taken alone.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <condition_variable>
@@ -31,15 +32,18 @@ struct alignas(64) Block {
   std::size_t size = 0;
   std::uint32_t cls = 0;
   PoolId pool;
-  // Guards `streams` and `event_count` once the block is handed out
-  // (record_stream may come from another thread than free).
+  // Guards `streams`, `event_count`, `captured` and `retired` once the block
+  // is handed out (record_stream may come from another thread than free).
   detail::SpinLock lock;
   // Atomic so that free() of a block used on no stream needs no lock: set by
   // record_stream under `lock`, so a free that reads it false has no streams
   // to copy (record_stream must happen before free, as with PyTorch).
   std::atomic<bool> has_streams{false};
   std::atomic<bool> allocated{false};  // read by record_stream under `lock`
-  bool captured = false;               // allocated while its stream was capturing
+  // Used during graph capture: allocated while its stream captured, or
+  // recorded on a capturing stream. A replay may read it at any later time.
+  bool captured = false;
+  bool retired = false;  // kept out of reuse for good, and counted so
   std::vector<StreamId> streams;
   int event_count = 0;
   std::uint64_t freed_tick = 0;  // when it was last freed (odd; even: set aside by process_events)
@@ -127,7 +131,7 @@ struct ClassRecord {
   Stat active_bytes;
   std::uint64_t requests_base = 0;  // counter values at the last reset
   std::uint64_t hits_base = 0;
-  std::atomic<std::int64_t> pending_blocks{0};  // freed, waiting on events (or captured: for good)
+  std::atomic<std::int64_t> pending_blocks{0};  // freed, waiting on events (or retired: for good)
   std::atomic<ClassCounts*> counts{nullptr};    // set once, under Impl::counts_mu
   std::unique_ptr<ClassCounts> owned_counts;
 };
@@ -167,6 +171,8 @@ struct Metrics {
   metrics::Histogram backend_alloc_seconds;
   metrics::Counter unrecyclable_captured;
   metrics::Counter unrecyclable_record_failed;
+  metrics::Counter unrecyclable_query_failed;
+  metrics::Family<metrics::Counter>& event_errors;  // by the backend's error name
   explicit Metrics(metrics::Registry& r);
   ClassMetrics* resolve(unsigned bucket);
   std::mutex mu;
@@ -186,9 +192,17 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   void return_free(Block* b);
   // `stamped`: b->freed_tick is set already (see process_events).
   void push_central(BlockPool& pool, Block* b, bool stamped = false);
-  void queue_events(Block* b, const std::vector<StreamId>& streams);
+  void queue_events(Block* b, const std::vector<StreamId>& streams, bool captured);
+  // Keeps a freed block out of reuse for good (its event count never drains)
+  // and counts it once, under `reason`.
+  void retire(Block* b, metrics::Counter& reason);
   BlockPool& pool_of(const Block* b);
   std::pair<BlockPool*, bool> pool_for_current_stream();
+  Block* find_block(void* ptr, void* ctx);
+  // Whether fn(pool) holds for some pool; each pool's blocks_mu is held
+  // while fn looks at it.
+  template <class Fn>
+  bool any_pool(Fn fn);
 
   // events
   static constexpr std::uint32_t kNoClass = SizeClasses::kCount;
@@ -266,6 +280,18 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   std::condition_variable background_cv;
   std::thread background;
 };
+
+template <class Fn>
+bool CachingHostAllocator::Impl::any_pool(Fn fn) {
+  auto holds = [&](BlockPool& pool) {
+    std::lock_guard lock(pool.blocks_mu);
+    return fn(pool);
+  };
+  if (holds(default_pool)) return true;
+  std::shared_lock lock(instance_mu);
+  return std::any_of(private_pools.begin(), private_pools.end(),
+                     [&](auto& entry) { return holds(entry.second->blocks); });
+}
 
 template <class Fn>
 void CachingHostAllocator::Impl::for_each_cache(Fn fn) {

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <sstream>
+#include <utility>
 
 #include "allocator_impl.hpp"
 #include "glassbox/error.hpp"
@@ -80,13 +82,8 @@ HostAllocation CachingHostAllocator::allocate(std::size_t size) {
   // thread (capture records no events anyway).
   Block* b = a.take_local(*pool, cls);
   if ((!a.config.background_thread || pool != &a.default_pool) && pool->pending.load(std::memory_order_relaxed) > 0) {
-    try {
-      Block* freed = a.process_events(*pool, -1, b == nullptr ? cls : Impl::kNoClass);
-      if (b == nullptr) b = freed;
-    } catch (...) {
-      if (b != nullptr) a.return_free(b);
-      throw;
-    }
+    Block* freed = a.process_events(*pool, -1, b == nullptr ? cls : Impl::kNoClass);
+    if (b == nullptr) b = freed;
   }
   if (b == nullptr) b = a.take_central(*pool, cls);
   bool hit = b != nullptr;
@@ -220,6 +217,7 @@ void CachingHostAllocator::free(void* ctx) {
   }
   // Thread-local scratch: a free with streams allocates nothing once warm.
   thread_local std::vector<StreamId> streams;
+  bool captured;
   {
     std::lock_guard lock(b->lock);
     b->allocated.store(false, std::memory_order_relaxed);
@@ -227,34 +225,42 @@ void CachingHostAllocator::free(void* ctx) {
     streams.assign(b->streams.begin(), b->streams.end());
     b->streams.clear();
     b->event_count += static_cast<int>(streams.size());
+    captured = b->captured;
   }
-  if (b->captured) {
-    // No event recorded during capture says when a graph replay is done
-    // with the block: it stays out of circulation for good.
-    a.records[b->cls].pending_blocks.fetch_add(1, std::memory_order_relaxed);
-    a.m.unrecyclable_captured.inc();
-    return;
-  }
-  a.queue_events(b, streams);
+  a.queue_events(b, streams, captured);
 }
 
 // Events are recorded outside every lock: recording may block on a driver
 // lock that a thread holding one of ours waits behind.
-void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<StreamId>& streams) {
+void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<StreamId>& streams, bool captured) {
   thread_local std::vector<EventId> events;
   events.clear();
   std::exception_ptr failure;
   try {
-    for (StreamId s : streams) events.push_back(backend->record_event(s));
+    // On a capturing stream the record would be captured into the graph, and
+    // no poll of it could ever succeed: a block one of whose streams
+    // captures now is used during capture.
+    captured =
+        captured || std::any_of(streams.begin(), streams.end(), [&](StreamId s) { return backend->is_capturing(s); });
+    if (!captured) {
+      for (StreamId s : streams) events.push_back(backend->record_event(s));
+    }
   } catch (...) {
     failure = std::current_exception();
     // Some stream's use of the block cannot be tracked: it may never be
     // reused safely. The events that were recorded still drain normally.
-    m.unrecyclable_record_failed.inc();
-    std::lock_guard lock(b->lock);
-    b->event_count += 1 - static_cast<int>(streams.size() - events.size());  // keep one for good
+    {
+      std::lock_guard lock(b->lock);
+      b->event_count += 1 - static_cast<int>(streams.size() - events.size());  // keep one for good
+    }
+    retire(b, m.unrecyclable_record_failed);
   }
   records[b->cls].pending_blocks.fetch_add(1, std::memory_order_relaxed);
+  if (captured) {
+    // No event recorded during capture says when a graph replay is done
+    // with the block: it stays out of circulation for good.
+    return retire(b, m.unrecyclable_captured);
+  }
   BlockPool& pool = pool_of(b);
   {
     std::lock_guard lock(pool.events_mu);
@@ -264,6 +270,15 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
   m.pending_events.add(static_cast<std::int64_t>(events.size()));
   if (config.background_thread) background_cv.notify_one();
   if (failure) std::rethrow_exception(failure);
+}
+
+void CachingHostAllocator::Impl::retire(Block* b, metrics::Counter& reason) {
+  bool first;
+  {
+    std::lock_guard lock(b->lock);
+    first = !std::exchange(b->retired, true);
+  }
+  if (first) reason.inc();
 }
 
 void CachingHostAllocator::Impl::return_free(Block* b) {
@@ -319,28 +334,37 @@ std::pair<BlockPool*, bool> CachingHostAllocator::Impl::pool_for_current_stream(
   return {&default_pool, capturing};
 }
 
-bool CachingHostAllocator::record_stream(void* ptr, void* ctx, StreamId stream) {
-  Impl& a = *impl_;
+// As PyTorch: `ctx` when it is one of our blocks, else the block at `ptr`
+// (a caller may have wrapped the context in one of its own); null if neither.
+Block* CachingHostAllocator::Impl::find_block(void* ptr, void* ctx) {
   auto* b = static_cast<Block*>(ctx);
-  auto known = [&](BlockPool& pool) {
-    std::lock_guard lock(pool.blocks_mu);
-    if (b != nullptr) return pool.blocks.count(b) != 0;
+  if (b != nullptr && any_pool([&](BlockPool& pool) { return pool.blocks.count(b) != 0; })) return b;
+  b = nullptr;
+  any_pool([&](BlockPool& pool) {
     auto it = pool.by_ptr.find(ptr);
     if (it != pool.by_ptr.end()) b = it->second;
     return b != nullptr;
+  });
+  return b;
+}
+
+bool CachingHostAllocator::record_stream(void* ptr, void* ctx, StreamId stream) {
+  Impl& a = *impl_;
+  auto refuse = [&](const char* why) {
+    std::ostringstream m;
+    m << "glassbox host allocator: record_stream(" << ptr << ") on memory that " << why
+      << "; a stream may only use a block between allocate() and free()";
+    return UsageError(m.str());
   };
-  bool found = known(a.default_pool);
-  if (!found) {
-    std::shared_lock lock(a.instance_mu);
-    for (auto& entry : a.private_pools) {
-      if ((found = known(entry.second->blocks))) break;
-    }
-  }
-  if (!found) return false;
+  Block* b = a.find_block(ptr, ctx);
+  if (b == nullptr) throw refuse("is no allocation of this allocator (never was, or freed and returned to the system)");
+  // A captured use reads the block at every replay of the graph. Captures
+  // that allocate to no private pool are not looked for here (as PyTorch),
+  // which keeps the record path free of a driver call; free() looks.
+  const bool capturing = !a.captures_empty.load(std::memory_order_relaxed) && a.backend->is_capturing(stream);
   std::lock_guard lock(b->lock);
-  if (!b->allocated.load(std::memory_order_relaxed)) {
-    throw Error("glassbox host allocator: record_stream on a block that is not allocated (freed already?)");
-  }
+  if (!b->allocated.load(std::memory_order_relaxed)) throw refuse("was freed");
+  b->captured = b->captured || capturing;
   if (std::find(b->streams.begin(), b->streams.end(), stream) == b->streams.end()) b->streams.push_back(stream);
   b->has_streams.store(true, std::memory_order_release);
   return true;

@@ -60,24 +60,23 @@ Block* CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t 
         continue;
       }
     }
-    bool done;
-    try {
-      done = backend->query_event(entry->first);
-    } catch (...) {
-      put_back(pool, *entry, true);  // nothing is lost; the next poll asks again
-      if (kept != nullptr) push_central(pool, kept, true);
-      throw;
-    }
-    if (!done) {
+    const EventPoll poll = backend->query_event(entry->first);
+    if (poll.status == EventPoll::pending) {
       put_back(pool, *entry, size == -1);
       if (size == -1) return kept;
       continue;
     }
     backend->release_event(entry->first);
-    bool available;
-    {
+    bool available = false;
+    if (poll.status == EventPoll::complete) {
       std::lock_guard lock(b->lock);
       available = --b->event_count == 0;
+    } else {
+      // The event will never complete, and its stream may still use the
+      // block: dropped, and its count never drains, so the rest of the queue
+      // moves on without it.
+      m.event_errors.with({poll.error}).inc();
+      retire(b, m.unrecyclable_query_failed);
     }
     if (available) {
       records[b->cls].pending_blocks.fetch_sub(1, std::memory_order_relaxed);
@@ -116,10 +115,7 @@ void CachingHostAllocator::Impl::start_background_thread() {
           continue;
         }
         lock.unlock();
-        try {
-          process_events(default_pool, -1);
-        } catch (...) {  // a failed query stays queued; allocate() will see it too
-        }
+        process_events(default_pool, -1);
         std::this_thread::sleep_for(std::chrono::microseconds(100));
         lock.lock();
       }

@@ -11,7 +11,8 @@ namespace {
 metrics::Counter unrecyclable(metrics::Registry& r, std::string_view reason) {
   return r
       .counter("glassbox_host_blocks_unrecyclable_total",
-               "Blocks kept out of reuse for good: used during graph capture, or an event could not be recorded",
+               "Blocks kept out of reuse for good: used during graph capture, or an event of theirs could not be "
+               "recorded or failed its poll",
                {"reason"})
       .with({reason});
 }
@@ -34,7 +35,12 @@ Metrics::Metrics(metrics::Registry& r)
                                         metrics::exponential_buckets(1e-6, 4, 12))
                                 .with()),
       unrecyclable_captured(unrecyclable(r, "captured")),
-      unrecyclable_record_failed(unrecyclable(r, "event_record_failed")) {}
+      unrecyclable_record_failed(unrecyclable(r, "event_record_failed")),
+      unrecyclable_query_failed(unrecyclable(r, "event_query_failed")),
+      event_errors(r.counter("glassbox_host_event_errors_total",
+                             "Event polls that failed, by the backend's error: each such event was dropped and its "
+                             "block kept out of reuse for good",
+                             {"error"})) {}
 
 ClassMetrics* Metrics::resolve(unsigned bucket) {
   std::lock_guard lock(mu);

@@ -35,20 +35,24 @@ void SimHostBackend::deallocate(void* ptr, std::size_t bytes) noexcept {
 
 EventId SimHostBackend::record_event(StreamId stream) {
   if (sim::take_fault(fail_records)) throw BackendError("sim backend: event record failed (injected)");
-  sim::SimEvent e = reinterpret_cast<sim::SimStream*>(stream)->record();
+  auto* s = reinterpret_cast<sim::SimStream*>(stream);
+  Recorded r{s->record(), s->capturing()};
   std::lock_guard lock(mu_);
-  events_.emplace(next_event_, e);
+  events_.emplace(next_event_, r);
   return next_event_++;
 }
 
-bool SimHostBackend::query_event(EventId event) {
-  if (sim::take_fault(fail_queries)) throw BackendError("sim backend: event query failed (injected)");
-  sim::SimEvent e;
+// As cudaEventQuery: an event recorded inside a capture never completes,
+// during the capture or after it (CUDA answers cudaErrorInvalidValue).
+EventPoll SimHostBackend::query_event(EventId event) noexcept {
+  if (sim::take_fault(fail_queries)) return {EventPoll::failed, "injected"};
+  Recorded r;
   {
     std::lock_guard lock(mu_);
-    e = events_.at(event);
+    r = events_.at(event);
   }
-  return e.query();
+  if (r.captured) return {EventPoll::failed, "invalid_value"};
+  return {r.event.query() ? EventPoll::complete : EventPoll::pending};
 }
 
 void SimHostBackend::release_event(EventId event) noexcept {

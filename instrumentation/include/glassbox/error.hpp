@@ -23,6 +23,13 @@ class BackendError : public Error {
   using Error::Error;
 };
 
+/// A call that breaks an API's contract, such as naming memory that is no
+/// live allocation.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A memory request that could not be met even after freeing cached memory.
 class OutOfMemoryError : public Error {
  public:

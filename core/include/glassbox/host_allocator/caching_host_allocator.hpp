@@ -17,12 +17,24 @@
 //
 // CUDA graph capture: between begin_allocate_to_pool(id, filter) and
 // end_allocate_to_pool(id), allocations from streams the filter accepts come
-// from a private pool. A block allocated during capture is never recycled
-// through events: a captured graph may replay its copies at any later time,
-// so no event recorded now says when the block is free again.
+// from a private pool. A block used during capture is never recycled: a
+// captured graph may replay its copies at any later time, so no event says
+// when the block is free again. Used during capture means used on a stream
+// (record_stream) and either allocated while its stream captured, recorded on
+// a capturing stream while a private pool is being allocated to, or freed
+// while one of its streams captures (no event is ever recorded on a
+// capturing stream). Such blocks stay reserved, are not cached, and are
+// counted in glassbox_host_blocks_unrecyclable_total{reason="captured"}.
 //
-// Thread-safety: every member may be called from any thread. free() and
-// record_stream() must be called on allocations of this allocator.
+// An event whose poll fails (the backend says it never will complete) is
+// dropped and counted in glassbox_host_event_errors_total{error}; its block
+// is kept out of reuse for good, and polling goes on with the other events.
+//
+// Thread-safety: every member may be called from any thread. record_stream()
+// on a block must happen before its free(): one after it throws UsageError
+// (unless the block was handed out again meanwhile), but one racing it may
+// go unseen, as telling the two apart would cost the cached allocate/free
+// pair an atomic read-modify-write.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -76,14 +88,17 @@ class CachingHostAllocator {
   /// OutOfMemoryError when the backend has none even after empty_cache().
   HostAllocation allocate(std::size_t size);
   /// Returns a block: reusable at once if it was used on no stream, else once
-  /// every stream it was used on has passed the event recorded here.
+  /// every stream it was used on has passed the event recorded here (never,
+  /// if it was used during capture).
   void free(void* ctx);
-  /// Marks the block (found by `ctx`, or by `ptr` when ctx is null) as used on
-  /// `stream`. False when neither names a live allocation of this allocator.
+  /// Marks the block as used on `stream`: `ctx` when it is one of this
+  /// allocator's blocks, else the one at `ptr` (as PyTorch, for callers that
+  /// wrap the context in their own). Returns true; throws UsageError, naming
+  /// `ptr`, when neither is a live allocation (freed, or never from here).
   bool record_stream(void* ptr, void* ctx, StreamId stream);
 
   /// Polls the default pool's pending events, oldest first, stopping at the
-  /// first that has not completed.
+  /// first that has not completed. Never throws for a failed poll.
   void process_events();
   /// Polls pending events of `size`'s class only, until one block of that
   /// class becomes free.

@@ -14,6 +14,15 @@ namespace glassbox::host_allocator {
 using StreamId = std::uintptr_t;
 using EventId = std::uintptr_t;
 
+/// What a poll of an event found. `failed` is final: the event will never
+/// report complete (in CUDA: it was recorded inside a graph capture, or the
+/// context is lost); `error` then names the failure, as static text.
+struct EventPoll {
+  enum Status : std::uint8_t { pending, complete, failed };
+  Status status = pending;
+  const char* error = nullptr;
+};
+
 class HostBackend {
  public:
   virtual ~HostBackend() = default;
@@ -21,11 +30,13 @@ class HostBackend {
   /// Other failures throw glassbox::BackendError.
   virtual void* allocate(std::size_t bytes) = 0;
   virtual void deallocate(void* ptr, std::size_t bytes) noexcept = 0;
-  /// An event recorded on `stream` (from a reusable pool).
+  /// An event recorded on `stream` (from a reusable pool). On a capturing
+  /// stream the record is captured, as CUDA does, and every poll of the
+  /// event fails: callers check is_capturing() first.
   virtual EventId record_event(StreamId stream) = 0;
-  /// Whether everything before the event on its stream has run.
-  virtual bool query_event(EventId event) = 0;
-  /// Gives the event back to the pool.
+  /// Polls the event: complete once everything before it on its stream has run.
+  virtual EventPoll query_event(EventId event) noexcept = 0;
+  /// Gives the event back to the pool (a failed one too: a new record resets it).
   virtual void release_event(EventId event) noexcept = 0;
   /// The calling thread's current stream.
   virtual StreamId current_stream() const = 0;

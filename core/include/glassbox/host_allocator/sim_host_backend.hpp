@@ -1,8 +1,9 @@
 #pragma once
 // The host allocator's sim backend: memory from aligned malloc, events on
-// SimStreams, and faults on demand (allocations that fail, event records and
-// queries that throw, a capacity limit), with counters of everything live so
-// tests can prove nothing leaked.
+// SimStreams, and faults on demand (allocations that fail, event records that
+// throw, queries that fail, a capacity limit), with counters of everything
+// live so tests can prove nothing leaked. As in CUDA, an event recorded on a
+// capturing stream is captured: its polls fail ("invalid_value").
 #include <atomic>
 #include <cstddef>
 #include <map>
@@ -18,7 +19,7 @@ class SimHostBackend final : public HostBackend {
   /// Faults, consumed one per call: the next N calls fail.
   std::atomic<int> fail_allocations{0};  ///< allocate() returns nullptr (out of memory)
   std::atomic<int> fail_records{0};      ///< record_event() throws BackendError
-  std::atomic<int> fail_queries{0};      ///< query_event() throws BackendError
+  std::atomic<int> fail_queries{0};      ///< query_event() fails ("injected")
   /// allocate() returns nullptr once live bytes would pass this (0: no limit).
   std::atomic<std::size_t> capacity_bytes{0};
 
@@ -29,7 +30,7 @@ class SimHostBackend final : public HostBackend {
   void* allocate(std::size_t bytes) override;
   void deallocate(void* ptr, std::size_t bytes) noexcept override;
   EventId record_event(StreamId stream) override;
-  bool query_event(EventId event) override;
+  EventPoll query_event(EventId event) noexcept override;
   void release_event(EventId event) noexcept override;
   StreamId current_stream() const override;
   bool is_capturing(StreamId stream) const override;
@@ -45,7 +46,11 @@ class SimHostBackend final : public HostBackend {
   std::map<void*, std::size_t> live_;
   std::size_t live_bytes_ = 0;
   std::size_t allocations_ = 0;
-  std::map<EventId, sim::SimEvent> events_;
+  struct Recorded {
+    sim::SimEvent event;
+    bool captured;  // recorded while its stream was capturing
+  };
+  std::map<EventId, Recorded> events_;
   EventId next_event_ = 1;
 };
 

@@ -2,7 +2,9 @@
 // The host allocator's CUDA backend: pinned memory from cudaHostAlloc (or
 // malloc + cudaHostRegister), events from a per-device pool of reusable
 // timing-free events (each thread keeps the one it gave back last), stream
-// capture state from cudaStreamIsCapturing.
+// capture state from cudaStreamIsCapturing. Calls that a graph capture
+// forbids (host memory, event queries) run in relaxed capture mode, so they
+// are safe during a capture in any mode.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -29,7 +31,7 @@ class CudaHostBackend final : public host_allocator::HostBackend {
   void* allocate(std::size_t bytes) override;
   void deallocate(void* ptr, std::size_t bytes) noexcept override;
   host_allocator::EventId record_event(host_allocator::StreamId stream) override;
-  bool query_event(host_allocator::EventId event) override;
+  host_allocator::EventPoll query_event(host_allocator::EventId event) noexcept override;
   void release_event(host_allocator::EventId event) noexcept override;
   host_allocator::StreamId current_stream() const override;
   bool is_capturing(host_allocator::StreamId stream) const override;
