@@ -250,22 +250,19 @@ class ModelHarness {
 
   void check() {
     auto st = allocator_->stats();
-    std::int64_t bytes = 0, active = 0, pending_blocks = 0, free_blocks = 0, default_free = 0;
+    std::int64_t bytes = 0, active = 0, pending_blocks = 0, free_blocks = 0;
     for (auto& [id, b] : model_.blocks) {
       bytes += static_cast<std::int64_t>(b.size);
       active += b.allocated;
     }
-    for (auto& [key, ids] : model_.free_lists) {
-      free_blocks += static_cast<std::int64_t>(ids.size());
-      if (key.first == 0) default_free += static_cast<std::int64_t>(ids.size());
-    }
+    for (auto& [key, ids] : model_.free_lists) free_blocks += static_cast<std::int64_t>(ids.size());
     pending_blocks = static_cast<std::int64_t>(model_.blocks.size()) - active - free_blocks;
     std::int64_t events = static_cast<std::int64_t>(model_.events[0].size() + model_.events[1].size());
 
     expect_equal(st.allocations.current, static_cast<std::int64_t>(model_.blocks.size()), "allocations");
     expect_equal(st.allocated_bytes.current, bytes, "allocated bytes");
     expect_equal(st.pending_events, events, "pending events");
-    expect_equal(st.cached_blocks, default_free, "cached blocks");
+    expect_equal(st.cached_blocks, free_blocks, "cached blocks");  // every pool, as cached_bytes
     expect_equal(backend_->live_blocks(), model_.blocks.size(), "backend live blocks");
     expect_equal(backend_->live_events(), static_cast<std::size_t>(events), "backend live events");
     for (const auto& c : st.classes) {

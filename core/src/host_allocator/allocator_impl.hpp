@@ -3,7 +3,8 @@
 //
 // Lock order (outer first): publish_mu; instance_mu; caches_mu; a thread cache's lock
 // (remote side; its owner never waits for it);
-// a pool's class lock, then its blocks_mu; a class record's mu; slow_mu.
+// a pool's class lock, then its blocks_mu; a class record's mu (stats() holds
+// all of them, taken in index order); slow_mu.
 // events_mu and a block's lock are taken alone.
 #include <array>
 #include <atomic>
@@ -82,6 +83,7 @@ struct ClassMetrics {
 
 // What publish() last added to a class's series.
 struct ClassView {
+  std::int64_t held = 0;
   std::int64_t requests = 0;
   std::int64_t hits = 0;
   std::int64_t active = 0;
@@ -208,6 +210,12 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // one heavy fence for all of them. Takes caches_mu.
   template <class Fn>
   void for_each_cache(Fn fn);
+  // Runs fn() once with every thread's cache held on the remote side (and
+  // caches_mu): no cache changes meanwhile, for a snapshot of all of them.
+  template <class Fn>
+  void with_caches_held(Fn fn);
+  // Blocks of class `cls` in thread caches; caller holds the caches.
+  std::int64_t cached_in_threads(std::uint32_t cls) const;
 
   // freeing memory
   void empty_cache();
@@ -222,8 +230,10 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   ClassCounts& create_class_counts(std::uint32_t cls);
   // metrics at scrape time
   ClassTotals totals(std::uint32_t cls, const ClassCounts& cc);
+  ClassTotals sum_totals(std::uint32_t cls, const ClassCounts& cc) const;  // caller holds caches_mu
   std::uint64_t requested_total();
   ClassView view(std::uint32_t cls, const ClassCounts& cc);
+  void add_class_stats(std::uint32_t cls, HostStats& out) const;  // see stats()
   void publish();
 
   std::shared_ptr<HostBackend> backend;
@@ -266,6 +276,16 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   std::condition_variable background_cv;
   std::thread background;
 };
+
+template <class Fn>
+void CachingHostAllocator::Impl::with_caches_held(Fn fn) {
+  std::lock_guard lock(caches_mu);
+  for (auto& tc : caches) tc->lock.request();
+  if (detail::asymmetric_fences()) detail::heavy_fence();
+  for (auto& tc : caches) tc->lock.wait_for_owner();
+  fn();
+  for (auto& tc : caches) tc->lock.remote_unlock();
+}
 
 template <class Fn>
 void CachingHostAllocator::Impl::for_each_cache(Fn fn) {

@@ -26,18 +26,15 @@ void CachingHostAllocator::Impl::deallocate(Block* b) {
   backend->deallocate(b->ptr, b->size);
   std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - t0;
   {
-    std::lock_guard lock(slow_mu);
+    ClassRecord& r = records[b->cls];  // then slow_mu, as in create_block
+    std::lock_guard lock(r.mu);
+    r.allocations.decrease(1);
+    r.allocated_bytes.decrease(static_cast<std::int64_t>(b->size));
+    std::lock_guard slow(slow_mu);
     allocations.decrease(1);
     allocated_bytes.decrease(static_cast<std::int64_t>(b->size));
     host_free_time.record(took.count());
   }
-  ClassRecord& r = records[b->cls];
-  {
-    std::lock_guard lock(r.mu);
-    r.allocations.decrease(1);
-    r.allocated_bytes.decrease(static_cast<std::int64_t>(b->size));
-  }
-  m.reserved_bytes.sub(static_cast<double>(b->size));
   delete b;
 }
 
@@ -116,16 +113,19 @@ void CachingHostAllocator::Impl::trim_to_cap() {
 }
 
 CachingHostAllocator::Impl::~Impl() {
-  // Per-bucket series keep their last values; the cached-bytes total leaves
-  // the shared registry with this allocator's blocks.
+  // Per-bucket series keep their last values; the cached and reserved totals
+  // leave the shared registry with this allocator's blocks.
   m.registry.remove_collector(collector_id);
   publish();
-  std::int64_t cached = 0;
+  std::int64_t cached = 0, reserved = 0;
   for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
     ClassCounts* cc = records[c].counts.load();
-    if (cc != nullptr) cached += cc->published.free * static_cast<std::int64_t>(classes.size(c));
+    if (cc == nullptr) continue;
+    cached += cc->published.free * static_cast<std::int64_t>(classes.size(c));
+    reserved += cc->published.held * static_cast<std::int64_t>(classes.size(c));
   }
   m.cached_bytes.add(-cached);
+  m.reserved_bytes.sub(static_cast<double>(reserved));
   if (background.joinable()) {
     background_active = false;
     background_cv.notify_all();
@@ -134,12 +134,10 @@ CachingHostAllocator::Impl::~Impl() {
   for_each_cache([](ThreadCache& tc) {
     for (auto& slot : tc.slots) slot.count = 0;  // their blocks go below, with the pool's
   });
-  // Totals leave the shared registry; per-bucket series keep their last values.
   auto release_all = [this](BlockPool& pool) {
     for (auto& [event, block] : pool.events) backend->release_event(event);
     m.pending_events.add(-static_cast<std::int64_t>(pool.events.size()));
     for (Block* b : pool.blocks) {
-      m.reserved_bytes.sub(static_cast<double>(b->size));
       backend->deallocate(b->ptr, b->size);
       delete b;
     }

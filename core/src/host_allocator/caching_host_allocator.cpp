@@ -187,21 +187,18 @@ Block* CachingHostAllocator::Impl::create_block(std::size_t size, std::uint32_t 
     pool.blocks.insert(b);
     pool.by_ptr.emplace(ptr, b);
   }
-  {
-    std::lock_guard lock(slow_mu);
-    allocations.increase(1);
-    allocated_bytes.increase(static_cast<std::int64_t>(rounded));
-    host_alloc_time.record(took.count() * 1e6);
-  }
+  // The totals change under the class's lock too, so that stats() (which
+  // holds every class's) sees both at once.
   ClassRecord& r = records[cls];
-  {
-    std::lock_guard lock(r.mu);
-    r.allocations.increase(1);
-    r.allocated_bytes.increase(static_cast<std::int64_t>(rounded));
-    r.active_requests.increase(1);
-    r.active_bytes.increase(static_cast<std::int64_t>(rounded));
-  }
-  m.reserved_bytes.add(static_cast<double>(rounded));
+  std::lock_guard lock(r.mu);
+  r.allocations.increase(1);
+  r.allocated_bytes.increase(static_cast<std::int64_t>(rounded));
+  r.active_requests.increase(1);
+  r.active_bytes.increase(static_cast<std::int64_t>(rounded));
+  std::lock_guard slow(slow_mu);
+  allocations.increase(1);
+  allocated_bytes.increase(static_cast<std::int64_t>(rounded));
+  host_alloc_time.record(took.count() * 1e6);
   return b;
 }
 
