@@ -106,8 +106,8 @@ std::string scrape_problems(const gm::Registry& registry) {
   }
   const double cached = gm::sum_series(snap, "glassbox_host_memory_cached_bytes");
   const double reserved = gm::sum_series(snap, "glassbox_host_memory_reserved_bytes");
-  p.expect(cached == cached_bytes, "cached bytes " + std::to_string(cached) + " but free blocks hold " +
-                                       std::to_string(cached_bytes));
+  p.expect(cached == cached_bytes,
+           "cached bytes " + std::to_string(cached) + " but free blocks hold " + std::to_string(cached_bytes));
   p.expect(reserved == active_bytes + cached_bytes + pending_bytes,
            "reserved bytes " + std::to_string(reserved) + " but blocks by state hold " +
                std::to_string(active_bytes + cached_bytes + pending_bytes));
@@ -126,8 +126,8 @@ std::string stats_problems(const gha::HostStats& s) {
     held += c.allocations.current;
     held_bytes += c.allocated_bytes.current;
   }
-  p.expect(held == s.allocations.current, "classes hold " + std::to_string(held) + " blocks, the total says " +
-                                              std::to_string(s.allocations.current));
+  p.expect(held == s.allocations.current,
+           "classes hold " + std::to_string(held) + " blocks, the total says " + std::to_string(s.allocations.current));
   p.expect(held_bytes == s.allocated_bytes.current, "classes hold other bytes than the total");
   p.expect(s.cached_blocks >= 0, "negative cached blocks");
   p.expect(s.active_bytes.current + s.cached_bytes == s.allocated_bytes.current,
