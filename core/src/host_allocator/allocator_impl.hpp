@@ -1,7 +1,7 @@
 #pragma once
 // The caching host allocator's insides, shared by its source files.
 //
-// Lock order (outer first): publish_mu; instance_mu; caches_mu; a thread cache's lock
+// Lock order (outer first): publish_mu; trim_mu; instance_mu; caches_mu; a thread cache's lock
 // (remote side; its owner never waits for it);
 // a pool's class lock, then its blocks_mu; a class record's mu (stats() holds
 // all of them, taken in index order); slow_mu.
@@ -186,6 +186,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   void* backend_allocate_or_retry(std::size_t size, std::size_t rounded);
   void on_allocated(Block* b, std::size_t size, bool hit, bool captured);
   void return_free(Block* b);
+  void note_cached(const Block* b);  // b went into a thread cache
   // `stamped`: b->freed_tick is set already (see process_events).
   void push_central(BlockPool& pool, Block* b, bool stamped = false);
   void queue_events(Block* b, const std::vector<StreamId>& streams);
@@ -219,8 +220,19 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
 
   // freeing memory
   void empty_cache();
-  void free_pool_blocks(BlockPool& pool);
+  // Takes a pool's free blocks off its lists and out of its block table, into
+  // `doomed`, for deallocate() once no lock is held.
+  void take_free_blocks(BlockPool& pool, std::vector<Block*>& doomed);
+  bool capped() const noexcept { return config.max_cached_bytes > 0; }
+  bool over_cap() const noexcept {
+    return capped() &&
+           central_free_bytes.load(std::memory_order_relaxed) + thread_cached_bytes.load(std::memory_order_relaxed) >
+               static_cast<std::int64_t>(config.max_cached_bytes);
+  }
   void trim_to_cap();
+  // Takes least recently freed blocks off the default pool's shared lists
+  // into `doomed` until the cached bytes are within the cap.
+  void take_over_cap(std::vector<Block*>& doomed);
   void deallocate(Block* b);
 
   ClassCounts& class_counts(std::uint32_t cls) {
@@ -249,6 +261,9 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   std::mutex publish_mu;
   std::uint64_t collector_id = 0;
   std::atomic<std::int64_t> central_free_bytes{0};
+  // Bytes in thread caches; kept only under a cap (capped()), so that an
+  // uncapped allocator's cached pair touches no shared line.
+  std::atomic<std::int64_t> thread_cached_bytes{0};
   std::atomic<std::uint64_t> tick{0};
   std::mutex trim_mu;
 
