@@ -3,8 +3,7 @@
 //
 // Lock order (outer first): publish_mu; trim_mu; instance_mu; caches_mu; a thread cache's lock
 // (remote side; its owner never waits for it);
-// a pool's class lock, then its blocks_mu; a class record's mu (stats() holds
-// all of them, taken in index order); slow_mu.
+// a pool's class lock, then its blocks_mu; slow_mu; a class record's mu.
 // events_mu and a block's lock are taken alone.
 #include <array>
 #include <atomic>

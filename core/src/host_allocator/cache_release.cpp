@@ -26,14 +26,14 @@ void CachingHostAllocator::Impl::deallocate(Block* b) {
   backend->deallocate(b->ptr, b->size);
   std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - t0;
   {
-    ClassRecord& r = records[b->cls];  // then slow_mu, as in create_block
-    std::lock_guard lock(r.mu);
-    r.allocations.decrease(1);
-    r.allocated_bytes.decrease(static_cast<std::int64_t>(b->size));
-    std::lock_guard slow(slow_mu);
+    std::lock_guard slow(slow_mu);  // with the class, as in create_block
     allocations.decrease(1);
     allocated_bytes.decrease(static_cast<std::int64_t>(b->size));
     host_free_time.record(took.count());
+    ClassRecord& r = records[b->cls];
+    std::lock_guard lock(r.mu);
+    r.allocations.decrease(1);
+    r.allocated_bytes.decrease(static_cast<std::int64_t>(b->size));
   }
   delete b;
 }

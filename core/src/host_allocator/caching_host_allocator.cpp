@@ -189,18 +189,17 @@ Block* CachingHostAllocator::Impl::create_block(std::size_t size, std::uint32_t 
     pool.blocks.insert(b);
     pool.by_ptr.emplace(ptr, b);
   }
-  // The totals change under the class's lock too, so that stats() (which
-  // holds every class's) sees both at once.
+  // The totals and the class change together, under slow_mu (see stats()).
+  std::lock_guard slow(slow_mu);
+  allocations.increase(1);
+  allocated_bytes.increase(static_cast<std::int64_t>(rounded));
+  host_alloc_time.record(took.count() * 1e6);
   ClassRecord& r = records[cls];
   std::lock_guard lock(r.mu);
   r.allocations.increase(1);
   r.allocated_bytes.increase(static_cast<std::int64_t>(rounded));
   r.active_requests.increase(1);
   r.active_bytes.increase(static_cast<std::int64_t>(rounded));
-  std::lock_guard slow(slow_mu);
-  allocations.increase(1);
-  allocated_bytes.increase(static_cast<std::int64_t>(rounded));
-  host_alloc_time.record(took.count() * 1e6);
   return b;
 }
 

@@ -1,7 +1,6 @@
 // stats(), resets, and the Stat arithmetic.
 #include <algorithm>
 #include <mutex>
-#include <vector>
 
 #include "allocator_impl.hpp"
 
@@ -65,18 +64,19 @@ void CachingHostAllocator::Impl::add_class_stats(std::uint32_t cls, HostStats& o
   out.classes.push_back(cs);
 }
 
-// One moment for every figure: every thread cache held, then every class's
-// lock (in index order; nothing else holds two), then the totals' lock,
-// which create_block and deallocate take inside the class's.
+// Every thread cache held, and slow_mu, which create_block and deallocate
+// hold while they change a class's blocks: no block comes or goes, so the
+// classes, each read under its lock, add up to the totals, and each class's
+// active and cached blocks to the blocks it holds.
 HostStats CachingHostAllocator::stats() const {
   Impl& a = *impl_;
   HostStats out;
   a.with_caches_held([&] {
-    std::vector<std::unique_lock<std::mutex>> held;
-    held.reserve(SizeClasses::kCount);
-    for (auto& r : a.records) held.emplace_back(r.mu);
-    for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) a.add_class_stats(c, out);
     std::lock_guard lock(a.slow_mu);
+    for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
+      std::lock_guard class_lock(a.records[c].mu);
+      a.add_class_stats(c, out);
+    }
     out.allocations = a.allocations;
     out.allocated_bytes = a.allocated_bytes;
     out.num_host_alloc = a.allocations.allocated;
