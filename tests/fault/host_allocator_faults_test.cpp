@@ -16,6 +16,7 @@
 #include "glassbox/error.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/host_allocator/sim_host_backend.hpp"
+#include "host_allocator_configs.hpp"
 #include "metric_value.hpp"
 
 namespace gs = glassbox::sim;
@@ -151,11 +152,14 @@ class FaultRun {
 
 }  // namespace
 
-TEST(HostAllocatorFaults, RandomFaultsKeepStatsEqualToTheBackendAndLeakNothing) {
+// Under the default config (thread caches on) and with thread caches off.
+class HostAllocatorFaults : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(HostAllocatorFaults, RandomFaultsKeepStatsEqualToTheBackendAndLeakNothing) {
   FaultCounts total;
   for (std::uint32_t seed = 1; seed <= 20; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    FaultRun r(seed, "thread_cache:0");
+    FaultRun r(seed, GetParam());
     FaultCounts f = r.run(1000);
     total.out_of_memory += f.out_of_memory;
     total.retried += f.retried;
@@ -171,3 +175,6 @@ TEST(HostAllocatorFaults, RandomFaultsKeepStatsEqualToTheBackendAndLeakNothing) 
   std::printf("faults survived: %d out-of-memory, %d absorbed by the retry, %d event records, %d event queries\n",
               total.out_of_memory, total.retried, total.record_failures, total.query_failures);
 }
+
+INSTANTIATE_TEST_SUITE_P(Configs, HostAllocatorFaults, glassbox::testing::thread_cache_configs(),
+                         glassbox::testing::config_name);

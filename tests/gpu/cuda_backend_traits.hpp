@@ -210,6 +210,10 @@ struct CudaHostTraits {
     cuda::check_cuda(cudaMemcpyAsync(CudaTestArena::get().take_read(), ptr, bytes, cudaMemcpyHostToDevice, s.native()),
                      "cudaMemcpyAsync (captured)");
   }
+  /// Queues `task` on `s` (cudaLaunchHostFunc): it runs on a driver thread in
+  /// the stream's order, after any gate queued before it, and reads pinned
+  /// memory on the host. It must not call CUDA.
+  static void host_task(Stream& s, std::function<void()> task) { cuda_host_task(s.native(), std::move(task)); }
 
   /// A copy of the `bytes` at `ptr` (pinned) to device scratch, by the copy
   /// engine when the stream gets there, read back by bytes().

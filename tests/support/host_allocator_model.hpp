@@ -1,9 +1,8 @@
 #pragma once
-// A reference model of the caching host allocator's rules (thread caches off),
-// written as plainly as possible, and a harness that drives the allocator and
-// the model with the same random operations (allocate, use on a stream, free,
-// step a stream, empty_cache, capture begin/end). After every step the model
-// predicts which pointer allocate() returns (a cached block or a new one) and
+// A reference model of the caching host allocator's rules (with the calling
+// thread's cache, or none with thread_cache:0), written as plainly as possible, and a harness that drives the allocator
+// and the model with the same random operations (allocate, use on a stream, free, step a stream, empty_cache, capture
+// begin/end). After every step the model predicts which pointer allocate() returns (a cached block or a new one) and
 // every stat and metric; no block may be handed out while a stream it was used
 // on has not passed its event. The sim backend captures events recorded on a
 // capturing stream and fails their polls, as CUDA does, so a model that let
@@ -75,12 +74,17 @@ struct ModelEvent {
   int block;
 };
 
-// The allocator's rules with thread caches off, written as plainly as possible.
+// The allocator's rules, written as plainly as possible. The harness runs on
+// one thread: its cache is the only one.
 class Model {
  public:
   std::map<int, ModelBlock> blocks;
   std::map<std::pair<int, std::size_t>, std::vector<int>> free_lists;  // (pool, size) -> LIFO
-  std::deque<ModelEvent> events[2];                                    // per pool, newest at front
+  // The thread's cache, default pool only: size -> LIFO of at most
+  // thread_cache blocks (every size the harness asks for is cacheable).
+  int thread_cache = 0;
+  std::map<std::size_t, std::vector<int>> cached;
+  std::deque<ModelEvent> events[2];  // per pool, newest at front
   bool private_exists = false;
   bool private_released = false;
   std::map<std::size_t, std::int64_t> active_peak;  // per size, blocks out of free lists
@@ -96,6 +100,23 @@ class Model {
       if (--b.event_count == 0) free_lists[{pool, b.size}].push_back(e.block);
     }
   }
+  // A block freed with no stream to wait for: the thread's cache if it has
+  // room, else the shared list.
+  void put_free(int pool, std::size_t size, int id) {
+    auto& tc = cached[size];
+    if (pool == 0 && static_cast<int>(tc.size()) < thread_cache) {
+      tc.push_back(id);
+    } else {
+      free_lists[{pool, size}].push_back(id);
+    }
+  }
+  int take_cached(int pool, std::size_t size) {
+    auto& tc = cached[size];
+    if (pool != 0 || tc.empty()) return -1;
+    int id = tc.back();
+    tc.pop_back();
+    return id;
+  }
   int take(int pool, std::size_t size) {
     auto& fl = free_lists[{pool, size}];
     if (fl.empty()) return -1;
@@ -104,11 +125,21 @@ class Model {
     return id;
   }
   void free_all(int pool) {
+    if (pool == 0) {
+      for (auto& [size, ids] : cached) {
+        for (int id : ids) free_lists[{0, size}].push_back(id);
+        ids.clear();
+      }
+    }
     for (auto& [key, ids] : free_lists) {
       if (key.first != pool) continue;
       for (int id : ids) blocks.erase(id);
       ids.clear();
     }
+  }
+  std::int64_t in_cache(std::size_t size) const {
+    auto it = cached.find(size);
+    return it == cached.end() ? 0 : static_cast<std::int64_t>(it->second.size());
   }
   std::int64_t out_of_lists(std::size_t size) const {
     std::int64_t n = 0;
@@ -125,9 +156,12 @@ class ModelHarness {
  public:
   /// `pick(lo, hi)` chooses every operation and operand: a seeded generator in
   /// the unit test, the fuzzer's input bytes in the fuzz target.
-  explicit ModelHarness(std::function<int(int, int)> pick) : pick_(std::move(pick)) {
+  /// `conf`: the allocator's config (GLASSBOX_HOST_ALLOC_CONF syntax).
+  explicit ModelHarness(std::function<int(int, int)> pick, const char* conf = "thread_cache:0")
+      : pick_(std::move(pick)) {
     gha::HostAllocatorOptions o;
-    o.config = gha::HostAllocatorConfig::parse("thread_cache:0");
+    o.config = gha::HostAllocatorConfig::parse(conf);
+    model_.thread_cache = o.config.thread_cache;
     o.registry = &registry_;
     o.warn = [](const std::string&) {};
     allocator_ = std::make_unique<gha::CachingHostAllocator>(backend_, o);
@@ -162,8 +196,9 @@ class ModelHarness {
     std::size_t request = sizes[pick(0, 4)];
     std::size_t size = allocator_->round_size(request);
     int pool = capturing_ ? 1 : 0;
+    int id = model_.take_cached(pool, size);
     model_.process(pool, completed());
-    int id = model_.take(pool, size);
+    if (id < 0) id = model_.take(pool, size);
     std::size_t allocations_before = backend_->allocations();
     gha::HostAllocation a;
     {
@@ -212,7 +247,7 @@ class ModelHarness {
     const bool stream_capturing =
         capturing_ && std::find(b.streams.begin(), b.streams.end(), kCaptureStream) != b.streams.end();
     if (b.streams.empty()) {
-      model_.free_lists[{b.pool, b.size}].push_back(id);
+      model_.put_free(b.pool, b.size, id);
     } else if (b.captured || stream_capturing) {
       b.event_count += static_cast<int>(b.streams.size());  // no event recorded: never drains
       ++retired_captured_;
@@ -257,27 +292,26 @@ class ModelHarness {
 
   void check() {
     auto st = allocator_->stats();
-    std::int64_t bytes = 0, active = 0, pending_blocks = 0, free_blocks = 0, default_free = 0;
+    std::int64_t bytes = 0, active = 0, pending_blocks = 0, free_blocks = 0;
     for (auto& [id, b] : model_.blocks) {
       bytes += static_cast<std::int64_t>(b.size);
       active += b.allocated;
     }
-    for (auto& [key, ids] : model_.free_lists) {
-      free_blocks += static_cast<std::int64_t>(ids.size());
-      if (key.first == 0) default_free += static_cast<std::int64_t>(ids.size());
-    }
+    for (auto& [key, ids] : model_.free_lists) free_blocks += static_cast<std::int64_t>(ids.size());
+    for (auto& [size, ids] : model_.cached) free_blocks += static_cast<std::int64_t>(ids.size());
     pending_blocks = static_cast<std::int64_t>(model_.blocks.size()) - active - free_blocks;
     std::int64_t events = static_cast<std::int64_t>(model_.events[0].size() + model_.events[1].size());
 
     expect_equal(st.allocations.current, static_cast<std::int64_t>(model_.blocks.size()), "allocations");
     expect_equal(st.allocated_bytes.current, bytes, "allocated bytes");
     expect_equal(st.pending_events, events, "pending events");
-    expect_equal(st.cached_blocks, default_free, "cached blocks");
+    expect_equal(st.cached_blocks, free_blocks, "cached blocks");  // every pool, as cached_bytes
     expect_equal(backend_->live_blocks(), model_.blocks.size(), "backend live blocks");
     expect_equal(backend_->live_events(), static_cast<std::size_t>(events), "backend live events");
     for (const auto& c : st.classes) {
       const std::string size = "size " + std::to_string(c.block_size);
-      expect_equal(c.active_requests.current, model_.out_of_lists(c.block_size), size + " active requests");
+      expect_equal(c.active_requests.current, model_.out_of_lists(c.block_size) - model_.in_cache(c.block_size),
+                   size + " active requests");
       expect_equal(c.active_requests.peak, model_.active_peak[c.block_size], size + " active requests peak");
     }
     auto sum = [&](const std::string& name, const std::string& state = "") {

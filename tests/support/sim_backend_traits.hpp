@@ -107,6 +107,8 @@ struct SimHostTraits {
   static void read_during_capture(Stream& s, const void*, std::size_t) {
     s.native()->enqueue([] {});
   }
+  /// Queues `task` on `s`: it runs in the stream's order, after any gate queued before it.
+  static void host_task(Stream& s, std::function<void()> task) { sim_host_task(s.native(), std::move(task)); }
 
   /// Queues on `s` a copy of the `bytes` at `ptr`, made when the stream gets
   /// there (after any gate queued before it).

@@ -1,9 +1,9 @@
 #pragma once
 // The caching host allocator's insides, shared by its source files.
 //
-// Lock order (outer first): publish_mu; instance_mu; caches_mu; a thread cache's lock
+// Lock order (outer first): publish_mu; trim_mu; instance_mu; caches_mu; a thread cache's lock
 // (remote side; its owner never waits for it);
-// a pool's class lock, then its blocks_mu; a class record's mu; slow_mu.
+// a pool's class lock, then its blocks_mu; slow_mu; a class record's mu.
 // events_mu and a block's lock are taken alone.
 #include <algorithm>
 #include <array>
@@ -86,6 +86,7 @@ struct ClassMetrics {
 
 // What publish() last added to a class's series.
 struct ClassView {
+  std::int64_t held = 0;
   std::int64_t requests = 0;
   std::int64_t hits = 0;
   std::int64_t active = 0;
@@ -190,6 +191,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   void* backend_allocate_or_retry(std::size_t size, std::size_t rounded);
   void on_allocated(Block* b, std::size_t size, bool hit, bool captured);
   void return_free(Block* b);
+  void note_cached(const Block* b);  // b went into a thread cache
   // `stamped`: b->freed_tick is set already (see process_events).
   void push_central(BlockPool& pool, Block* b, bool stamped = false);
   void queue_events(Block* b, const std::vector<StreamId>& streams, bool captured);
@@ -222,11 +224,28 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // one heavy fence for all of them. Takes caches_mu.
   template <class Fn>
   void for_each_cache(Fn fn);
+  // Runs fn() once with every thread's cache held on the remote side (and
+  // caches_mu): no cache changes meanwhile, for a snapshot of all of them.
+  template <class Fn>
+  void with_caches_held(Fn fn);
+  // Blocks of class `cls` in thread caches; caller holds the caches.
+  std::int64_t cached_in_threads(std::uint32_t cls) const;
 
   // freeing memory
   void empty_cache();
-  void free_pool_blocks(BlockPool& pool);
+  // Takes a pool's free blocks off its lists and out of its block table, into
+  // `doomed`, for deallocate() once no lock is held.
+  void take_free_blocks(BlockPool& pool, std::vector<Block*>& doomed);
+  bool capped() const noexcept { return config.max_cached_bytes > 0; }
+  bool over_cap() const noexcept {
+    return capped() &&
+           central_free_bytes.load(std::memory_order_relaxed) + thread_cached_bytes.load(std::memory_order_relaxed) >
+               static_cast<std::int64_t>(config.max_cached_bytes);
+  }
   void trim_to_cap();
+  // Takes least recently freed blocks off the default pool's shared lists
+  // into `doomed` until the cached bytes are within the cap.
+  void take_over_cap(std::vector<Block*>& doomed);
   void deallocate(Block* b);
 
   ClassCounts& class_counts(std::uint32_t cls) {
@@ -236,8 +255,10 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   ClassCounts& create_class_counts(std::uint32_t cls);
   // metrics at scrape time
   ClassTotals totals(std::uint32_t cls, const ClassCounts& cc);
+  ClassTotals sum_totals(std::uint32_t cls, const ClassCounts& cc) const;  // caller holds caches_mu
   std::uint64_t requested_total();
   ClassView view(std::uint32_t cls, const ClassCounts& cc);
+  void add_class_stats(std::uint32_t cls, HostStats& out) const;  // see stats()
   void publish();
 
   std::shared_ptr<HostBackend> backend;
@@ -253,6 +274,9 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   std::mutex publish_mu;
   std::uint64_t collector_id = 0;
   std::atomic<std::int64_t> central_free_bytes{0};
+  // Bytes in thread caches; kept only under a cap (capped()), so that an
+  // uncapped allocator's cached pair touches no shared line.
+  std::atomic<std::int64_t> thread_cached_bytes{0};
   std::atomic<std::uint64_t> tick{0};
   std::mutex trim_mu;
 
@@ -291,6 +315,16 @@ bool CachingHostAllocator::Impl::any_pool(Fn fn) {
   std::shared_lock lock(instance_mu);
   return std::any_of(private_pools.begin(), private_pools.end(),
                      [&](auto& entry) { return holds(entry.second->blocks); });
+}
+
+template <class Fn>
+void CachingHostAllocator::Impl::with_caches_held(Fn fn) {
+  std::lock_guard lock(caches_mu);
+  for (auto& tc : caches) tc->lock.request();
+  if (detail::asymmetric_fences()) detail::heavy_fence();
+  for (auto& tc : caches) tc->lock.wait_for_owner();
+  fn();
+  for (auto& tc : caches) tc->lock.remote_unlock();
 }
 
 template <class Fn>

@@ -89,6 +89,7 @@ HostAllocation CachingHostAllocator::allocate(std::size_t size) {
   bool hit = b != nullptr;
   if (!hit) {
     if (a.config.background_thread) a.start_background_thread();
+    a.trim_to_cap();  // before the cache grows by a new block
     b = a.create_block(size, cls, *pool);
   }
   a.on_allocated(b, size, hit, capturing);
@@ -122,6 +123,7 @@ Block* CachingHostAllocator::Impl::take_local(BlockPool& pool, std::uint32_t cls
   auto& slot = tc->slots[cls];
   Block* b = slot.count > 0 ? slot.blocks[--slot.count] : nullptr;
   tc->lock.owner_unlock();
+  if (b != nullptr && capped()) thread_cached_bytes.fetch_sub(static_cast<std::int64_t>(b->size));
   return b;
 }
 
@@ -184,21 +186,17 @@ Block* CachingHostAllocator::Impl::create_block(std::size_t size, std::uint32_t 
     pool.blocks.insert(b);
     pool.by_ptr.emplace(ptr, b);
   }
-  {
-    std::lock_guard lock(slow_mu);
-    allocations.increase(1);
-    allocated_bytes.increase(static_cast<std::int64_t>(rounded));
-    host_alloc_time.record(took.count() * 1e6);
-  }
+  // The totals and the class change together, under slow_mu (see stats()).
+  std::lock_guard slow(slow_mu);
+  allocations.increase(1);
+  allocated_bytes.increase(static_cast<std::int64_t>(rounded));
+  host_alloc_time.record(took.count() * 1e6);
   ClassRecord& r = records[cls];
-  {
-    std::lock_guard lock(r.mu);
-    r.allocations.increase(1);
-    r.allocated_bytes.increase(static_cast<std::int64_t>(rounded));
-    r.active_requests.increase(1);
-    r.active_bytes.increase(static_cast<std::int64_t>(rounded));
-  }
-  m.reserved_bytes.add(static_cast<double>(rounded));
+  std::lock_guard lock(r.mu);
+  r.allocations.increase(1);
+  r.allocated_bytes.increase(static_cast<std::int64_t>(rounded));
+  r.active_requests.increase(1);
+  r.active_bytes.increase(static_cast<std::int64_t>(rounded));
   return b;
 }
 
@@ -286,9 +284,13 @@ void CachingHostAllocator::Impl::return_free(Block* b) {
     if (ThreadCache* tc = local_cache(); tc != nullptr && tc->lock.owner_try_lock()) {
       auto& slot = tc->slots[b->cls];
       const bool kept = slot.count < config.thread_cache;
-      if (kept) slot.blocks[slot.count++] = b;
+      if (kept) {
+        // A load, not an increment: blocks freed at once may share a tick.
+        b->freed_tick = 2 * tick.load(std::memory_order_relaxed) + 1;
+        slot.blocks[slot.count++] = b;
+      }
       tc->lock.owner_unlock();
-      if (kept) return;
+      if (kept) return note_cached(b);
     }
   }
   push_central(pool_of(b), b);
@@ -307,8 +309,14 @@ void CachingHostAllocator::Impl::push_central(BlockPool& pool, Block* b, bool st
     r.active_requests.decrease(1);
     r.active_bytes.decrease(size);
   }
-  std::int64_t cached = central_free_bytes.fetch_add(size) + size;
-  if (config.max_cached_bytes > 0 && cached > static_cast<std::int64_t>(config.max_cached_bytes)) trim_to_cap();
+  central_free_bytes.fetch_add(size);
+  if (config.background_thread && over_cap()) background_cv.notify_one();
+}
+
+void CachingHostAllocator::Impl::note_cached(const Block* b) {
+  if (!capped()) return;
+  thread_cached_bytes.fetch_add(static_cast<std::int64_t>(b->size));
+  if (config.background_thread && over_cap()) background_cv.notify_one();
 }
 
 BlockPool& CachingHostAllocator::Impl::pool_of(const Block* b) {

@@ -95,27 +95,31 @@ Block* CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t 
   }
 }
 
-void CachingHostAllocator::process_events() { impl_->process_events(impl_->default_pool, -1); }
+void CachingHostAllocator::process_events() {
+  impl_->process_events(impl_->default_pool, -1);
+  impl_->trim_to_cap();
+}
 
 void CachingHostAllocator::process_events_for_size(std::size_t size) {
   if (size == 0) return;
   impl_->process_events(impl_->default_pool, static_cast<std::int64_t>(round_size(size)));
 }
 
-// Polls the default pool every 100 us while events are pending, and sleeps
-// on a condition variable while none are.
+// Polls the default pool every 100 us while events are pending, and trims
+// to the cap; sleeps on a condition variable while neither is needed.
 void CachingHostAllocator::Impl::start_background_thread() {
   std::call_once(background_started, [this] {
     background_active = true;
     background = std::thread([this] {
       std::unique_lock lock(background_mu);
       while (background_active) {
-        if (default_pool.pending.load(std::memory_order_relaxed) == 0) {
+        if (default_pool.pending.load(std::memory_order_relaxed) == 0 && !over_cap()) {
           background_cv.wait_for(lock, std::chrono::milliseconds(10));
           continue;
         }
         lock.unlock();
         process_events(default_pool, -1);
+        trim_to_cap();
         std::this_thread::sleep_for(std::chrono::microseconds(100));
         lock.lock();
       }

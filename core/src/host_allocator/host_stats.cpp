@@ -1,5 +1,6 @@
 // stats(), resets, and the Stat arithmetic.
 #include <algorithm>
+#include <mutex>
 
 #include "allocator_impl.hpp"
 
@@ -40,52 +41,49 @@ void take_out_cached(Stat& s, std::int64_t n) {
 
 }  // namespace
 
+// Adds class `cls` to `out`; the caller holds every thread cache and the
+// class's lock. A block out of the shared lists and in no thread cache is
+// active to the user (pending ones too, as with thread_cache:0).
+void CachingHostAllocator::Impl::add_class_stats(std::uint32_t cls, HostStats& out) const {
+  const ClassRecord& r = records[cls];
+  if (r.allocations.allocated == 0 && r.allocations.current == 0) return;
+  const std::int64_t size = static_cast<std::int64_t>(classes.size(cls));
+  const std::int64_t in_threads = cached_in_threads(cls);
+  ClassStats cs{classes.size(cls), r.allocations, r.allocated_bytes, r.active_requests, r.active_bytes, 0, 0};
+  take_out_cached(cs.active_requests, in_threads);
+  take_out_cached(cs.active_bytes, in_threads * size);
+  if (ClassCounts* cc = r.counts.load(std::memory_order_acquire)) {
+    const ClassTotals t = sum_totals(cls, *cc);
+    cs.requests = static_cast<std::int64_t>(t.requests() - r.requests_base);
+    cs.cache_hits = static_cast<std::int64_t>(t.hits - r.hits_base);
+  }
+  add_into(out.active_requests, cs.active_requests);
+  add_into(out.active_bytes, cs.active_bytes);
+  out.cached_blocks += cs.allocations.current - cs.active_requests.current;
+  out.cached_bytes += cs.allocated_bytes.current - cs.active_bytes.current;
+  out.classes.push_back(cs);
+}
+
+// Every thread cache held, and slow_mu, which create_block and deallocate
+// hold while they change a class's blocks: no block comes or goes, so the
+// classes, each read under its lock, add up to the totals, and each class's
+// active and cached blocks to the blocks it holds.
 HostStats CachingHostAllocator::stats() const {
   Impl& a = *impl_;
   HostStats out;
-  std::array<std::int64_t, SizeClasses::kCount> tc_blocks{}, tc_bytes{};
-  a.for_each_cache([&](ThreadCache& tc) {
-    for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
-      if (tc.slots[c].count == 0) continue;  // also skips indices the policy never uses
-      tc_blocks[c] += tc.slots[c].count;
-      tc_bytes[c] += tc.slots[c].count * static_cast<std::int64_t>(a.classes.size(c));
-    }
-  });
-  for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
-    ClassRecord& r = a.records[c];
-    ClassStats cs;
-    {
-      std::lock_guard lock(r.mu);
-      if (r.allocations.allocated == 0 && r.allocations.current == 0) continue;
-      cs = {a.classes.size(c), r.allocations, r.allocated_bytes, r.active_requests, r.active_bytes, 0, 0};
-    }
-    take_out_cached(cs.active_requests, tc_blocks[c]);
-    take_out_cached(cs.active_bytes, tc_bytes[c]);
-    if (ClassCounts* cc = r.counts.load(std::memory_order_acquire)) {
-      const ClassTotals t = a.totals(c, *cc);
-      std::lock_guard lock(r.mu);
-      cs.requests = static_cast<std::int64_t>(t.requests() - r.requests_base);
-      cs.cache_hits = static_cast<std::int64_t>(t.hits - r.hits_base);
-    }
-    add_into(out.active_requests, cs.active_requests);
-    add_into(out.active_bytes, cs.active_bytes);
-    {
-      std::lock_guard lock(a.default_pool.classes[c].mu);
-      out.cached_blocks += static_cast<std::int64_t>(a.default_pool.classes[c].blocks.size()) + tc_blocks[c];
-    }
-    out.classes.push_back(cs);
-  }
-  out.cached_bytes = a.central_free_bytes.load();
-  for (auto b : tc_bytes) out.cached_bytes += b;
-  {
+  a.with_caches_held([&] {
     std::lock_guard lock(a.slow_mu);
+    for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
+      std::lock_guard class_lock(a.records[c].mu);
+      a.add_class_stats(c, out);
+    }
     out.allocations = a.allocations;
     out.allocated_bytes = a.allocated_bytes;
     out.num_host_alloc = a.allocations.allocated;
     out.num_host_free = a.allocations.freed;
     out.host_alloc_time = a.host_alloc_time;
     out.host_free_time = a.host_free_time;
-  }
+  });
   out.pending_events = a.default_pool.pending.load();
   std::shared_lock lock(a.instance_mu);
   for (auto& entry : a.private_pools) out.pending_events += entry.second->blocks.pending.load();

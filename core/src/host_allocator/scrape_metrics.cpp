@@ -1,5 +1,6 @@
 // The allocator's metric series, and how they follow at scrape time from the
 // per-class counts that the hot path keeps.
+#include <array>
 #include <utility>
 
 #include "allocator_impl.hpp"
@@ -62,11 +63,13 @@ ClassMetrics* Metrics::resolve(unsigned bucket) {
   return slot.get();
 }
 
-// Reads every `freed` before the requests: an allocate+free pair that lands
-// in between counts one block active for this snapshot, never one too few.
 // Under caches_mu, so that no exiting thread moves its counts meanwhile.
 ClassTotals CachingHostAllocator::Impl::totals(std::uint32_t cls, const ClassCounts& cc) {
   std::lock_guard lock(caches_mu);
+  return sum_totals(cls, cc);
+}
+
+ClassTotals CachingHostAllocator::Impl::sum_totals(std::uint32_t cls, const ClassCounts& cc) const {
   ClassTotals t;
   t.freed = cc.freed.value();
   for (auto& tc : caches) t.freed += tc->slots[cls].freed.load(std::memory_order_relaxed);
@@ -76,6 +79,12 @@ ClassTotals CachingHostAllocator::Impl::totals(std::uint32_t cls, const ClassCou
   return t;
 }
 
+std::int64_t CachingHostAllocator::Impl::cached_in_threads(std::uint32_t cls) const {
+  std::int64_t n = 0;
+  for (auto& tc : caches) n += tc->slots[cls].count;
+  return n;
+}
+
 std::uint64_t CachingHostAllocator::Impl::requested_total() {
   std::lock_guard lock(caches_mu);
   std::uint64_t total = requested_bytes.value();
@@ -83,20 +92,27 @@ std::uint64_t CachingHostAllocator::Impl::requested_total() {
   return total;
 }
 
+// Blocks by state, read at one moment: the caller holds every thread cache
+// (their counts cannot change) and this holds the class record's lock, under
+// which a block enters or leaves the shared lists (active_requests) or the
+// backend (allocations). A block's pending count rises only while it is out
+// of the lists and falls before it goes back, so pending <= out - cached in
+// threads. The hot path's counters (requests - freed) are not used for the
+// states: free() bumps `freed` before it queues the block's events, so they
+// would show a block neither active nor pending in between.
 ClassView CachingHostAllocator::Impl::view(std::uint32_t cls, const ClassCounts& cc) {
   ClassRecord& r = records[cls];
   ClassView v;
-  const ClassTotals t = totals(cls, cc);
+  const ClassTotals t = sum_totals(cls, cc);
   v.requests = static_cast<std::int64_t>(t.requests());
   v.hits = static_cast<std::int64_t>(t.hits);
-  v.active = v.requests - static_cast<std::int64_t>(t.freed);
+  const std::int64_t in_threads = cached_in_threads(cls);
+  std::lock_guard lock(r.mu);
+  const std::int64_t out = r.active_requests.current;
+  v.held = r.allocations.current;
   v.pending = r.pending_blocks.load(std::memory_order_relaxed);
-  std::int64_t held;
-  {
-    std::lock_guard lock(r.mu);
-    held = r.allocations.current;
-  }
-  v.free = held - v.active - v.pending;
+  v.active = out - in_threads - v.pending;
+  v.free = v.held - out + in_threads;
   return v;
 }
 
@@ -104,12 +120,19 @@ ClassView CachingHostAllocator::Impl::view(std::uint32_t cls, const ClassCounts&
 // may share one registry, so no allocator may set a series outright.
 void CachingHostAllocator::Impl::publish() {
   std::lock_guard lock(publish_mu);
+  std::array<ClassView, SizeClasses::kCount> views;
+  with_caches_held([&] {
+    for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
+      if (ClassCounts* cc = records[c].counts.load(std::memory_order_acquire)) views[c] = view(c, *cc);
+    }
+  });
   std::int64_t cached_bytes = 0;
+  std::int64_t reserved_bytes = 0;
   std::int64_t rounded_bytes = 0;
   for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
     ClassCounts* cc = records[c].counts.load(std::memory_order_acquire);
     if (cc == nullptr) continue;
-    const ClassView now = view(c, *cc);
+    const ClassView& now = views[c];
     const ClassView was = std::exchange(cc->published, now);
     const auto size = static_cast<std::int64_t>(classes.size(c));
     ClassMetrics& s = *cc->series;
@@ -120,9 +143,11 @@ void CachingHostAllocator::Impl::publish() {
     s.pending_blocks.add(now.pending - was.pending);
     s.active_bytes.add((now.active - was.active) * size);
     cached_bytes += (now.free - was.free) * size;
+    reserved_bytes += (now.held - was.held) * size;
     rounded_bytes += (now.requests - was.requests) * size;
   }
   m.cached_bytes.add(cached_bytes);
+  m.reserved_bytes.add(static_cast<double>(reserved_bytes));
   m.rounded_bytes.inc(static_cast<std::uint64_t>(rounded_bytes));
   const std::uint64_t requested = requested_total();
   m.requested_bytes.inc(requested - std::exchange(published_requested_bytes, requested));

@@ -61,9 +61,15 @@ ThreadCache* CachingHostAllocator::Impl::find_local_cache() {
 
 // Moves a cache's blocks to the shared free lists. Caller holds caches_mu
 // and either is the cache's owner or holds tc.lock on the remote side.
+// Each block keeps the tick it was freed at (return_free), so the trim's
+// least-recently-freed order holds across caches.
 void CachingHostAllocator::Impl::drain_cache(ThreadCache& tc) {
   for (auto& slot : tc.slots) {
-    while (slot.count > 0) push_central(default_pool, slot.blocks[--slot.count]);
+    while (slot.count > 0) {
+      Block* b = slot.blocks[--slot.count];
+      if (capped()) thread_cached_bytes.fetch_sub(static_cast<std::int64_t>(b->size), std::memory_order_relaxed);
+      push_central(default_pool, b, true);
+    }
   }
 }
 

@@ -12,7 +12,9 @@
 // blocks per class (config thread_cache) so that a thread re-using a size
 // takes no shared lock and touches no shared cache line; pow2x4 size classes;
 // malloc + cudaHostRegister with parallel page touching; a cap on cached
-// bytes with least-recently-freed trimming; an out-of-memory path that
+// bytes (thread caches included) with least-recently-freed trimming, run
+// outside free() and outside every lock (see max_cached_bytes); an
+// out-of-memory path that
 // processes events, empties the cache and retries once.
 //
 // CUDA graph capture: between begin_allocate_to_pool(id, filter) and
@@ -98,7 +100,8 @@ class CachingHostAllocator {
   bool record_stream(void* ptr, void* ctx, StreamId stream);
 
   /// Polls the default pool's pending events, oldest first, stopping at the
-  /// first that has not completed. Never throws for a failed poll.
+  /// first that has not completed, then trims the cache to max_cached_bytes.
+  /// Never throws for a failed poll.
   void process_events();
   /// Polls pending events of `size`'s class only, until one block of that
   /// class becomes free.

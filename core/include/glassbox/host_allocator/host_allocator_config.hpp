@@ -18,8 +18,13 @@ struct HostAllocatorConfig {
   /// the pages first touched by `register_threads` threads (large blocks).
   bool use_host_register = false;
   int register_threads = 1;
-  /// Cap on bytes cached in the shared free lists; above it the least
-  /// recently freed blocks go back to the system. 0: no cap.
+  /// Cap on cached bytes, shared free lists and thread caches together;
+  /// above it the least recently freed blocks go back to the system. The
+  /// trim runs in allocate() before it makes a new block, in
+  /// process_events() and on the background thread, with no allocator lock
+  /// held while memory is returned (cudaFreeHost waits for the device);
+  /// never inside free(), so frees may take the cache over the cap until one
+  /// of those runs. 0: no cap.
   std::size_t max_cached_bytes = 0;
   /// Free blocks each thread keeps per size class (0..8) so that a thread
   /// re-using a size takes no shared lock; blocks up to 1 MiB only. 0

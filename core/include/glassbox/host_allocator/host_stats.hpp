@@ -47,7 +47,7 @@ struct HostStats {
   DurationStat host_alloc_time;
   DurationStat host_free_time;
   std::int64_t pending_events = 0;
-  std::int64_t cached_blocks = 0;  ///< free blocks: shared free lists and thread caches
+  std::int64_t cached_blocks = 0;  ///< free blocks: shared free lists (every pool) and thread caches
   std::int64_t cached_bytes = 0;
   /// Only classes that ever held a block. Peaks of active stats are exact
   /// with thread_cache:0; with thread caches they may exceed the true peak by

@@ -1,0 +1,113 @@
+#pragma once
+// The property the caching host allocator exists for, under load: a block
+// handed out is the caller's until every stream that used it has passed its
+// event. Eight threads, default config (thread caches on), sizes in three
+// classes. Each stamps every block it gets with (thread, iteration), queues
+// on its own stream, behind a closed gate, a reader that checks the block
+// still holds that stamp, records the stream, frees, and opens the gate only
+// several iterations later, after it (and the other threads) allocated and
+// stamped more blocks of the same class. An allocator that reused a block
+// before its event completed hands it to a writer while the reader waits:
+// that reader sees a foreign stamp.
+//
+// Instantiated with the host traits of tests/support/sim_backend_traits.hpp
+// and tests/gpu/cuda_backend_traits.hpp (the reader is a host task: a
+// SimStream item, or cudaLaunchHostFunc, which runs in stream order).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "glassbox/metrics/registry.hpp"
+
+namespace glassbox::testing {
+
+template <class T>
+class HostAllocatorStampTyped : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string why = T::unavailable(); !why.empty()) GTEST_SKIP() << why;
+  }
+  metrics::Registry registry;
+};
+
+TYPED_TEST_SUITE_P(HostAllocatorStampTyped);
+
+namespace stamp_detail {
+
+// Every 8-byte word of the block holds the stamp (the sizes are multiples of 8).
+inline void stamp(void* ptr, std::size_t size, std::uint64_t value) {
+  auto* words = static_cast<std::uint64_t*>(ptr);
+  std::fill(words, words + size / sizeof(std::uint64_t), value);
+}
+
+inline bool holds(const void* ptr, std::size_t size, std::uint64_t value) {
+  const auto* words = static_cast<const std::uint64_t*>(ptr);
+  return std::all_of(words, words + size / sizeof(std::uint64_t), [&](std::uint64_t w) { return w == value; });
+}
+
+}  // namespace stamp_detail
+
+TYPED_TEST_P(HostAllocatorStampTyped, EveryReaderSeesItsOwnStampUnderEightThreads) {
+  using Stream = typename TypeParam::Stream;
+  using Gate = typename TypeParam::Gate;
+  // 8 x 100 gates stay below the CUDA arena's 1024 gate slots: none is reused.
+  constexpr int kThreads = 8, kIterations = 100;
+  constexpr std::size_t kSizes[] = {1000, 4000, 16000};
+  // Gates stay closed this many iterations: the thread's next block of the
+  // same class is taken and stamped before the reader may run.
+  constexpr std::size_t kLag = std::size(kSizes);
+
+  host_allocator::HostAllocatorOptions o;
+  o.config = host_allocator::HostAllocatorConfig::parse("");
+  o.registry = &this->registry;
+  auto backend = TypeParam::make_backend(o.config);
+  host_allocator::CachingHostAllocator allocator(backend, o);
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (int t = 0; t < kThreads; ++t) streams.push_back(std::make_unique<Stream>());
+  std::atomic<int> ran{0}, wrong{0};
+
+  auto work = [&](int t) {
+    Stream& s = *streams[t];
+    std::deque<std::unique_ptr<Gate>> closed;
+    for (int i = 0; i < kIterations; ++i) {
+      const std::size_t size = kSizes[(t + i) % kLag];
+      auto a = allocator.allocate(size);
+      const std::uint64_t value = (std::uint64_t(t) << 32) | std::uint64_t(i);
+      stamp_detail::stamp(a.ptr, size, value);
+      closed.push_back(std::make_unique<Gate>(s.native()));
+      TypeParam::host_task(s, [&, ptr = a.ptr, size, value] {
+        if (!stamp_detail::holds(ptr, size, value)) wrong.fetch_add(1);
+        ran.fetch_add(1);
+      });
+      allocator.record_stream(a.ptr, a.ctx, s.id());
+      allocator.free(a.ctx);
+      if (closed.size() > kLag) {
+        closed.front()->open();
+        closed.pop_front();
+      }
+    }
+    for (auto& g : closed) g->open();
+    s.synchronize();
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(work, t);
+  for (auto& th : threads) th.join();
+  allocator.process_events();
+
+  EXPECT_EQ(ran.load(), kThreads * kIterations);
+  EXPECT_EQ(wrong.load(), 0) << "readers saw a block overwritten before their stream was done with it";
+  EXPECT_GT(allocator.stats().classes.size(), 0u);
+}
+
+REGISTER_TYPED_TEST_SUITE_P(HostAllocatorStampTyped, EveryReaderSeesItsOwnStampUnderEightThreads);
+
+}  // namespace glassbox::testing
