@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "forwarding_sim_backend.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/host_allocator/sim_host_backend.hpp"
 
@@ -24,9 +25,8 @@ thread_local bool tl_in_free = false;
 // The sim backend, watching where deallocate() is called from: inside a
 // free() of the test's (tl_in_free), or while the allocator holds a lock
 // that stats() needs (a stats() on another thread does not finish).
-class WatchingBackend final : public gha::HostBackend {
+class WatchingBackend final : public glassbox::testing::ForwardingSimBackend {
  public:
-  gha::SimHostBackend sim;
   gha::CachingHostAllocator* allocator = nullptr;
   std::atomic<int> inside_free{0};
   std::atomic<int> under_lock{0};
@@ -38,18 +38,12 @@ class WatchingBackend final : public gha::HostBackend {
     probes_.clear();
   }
 
-  void* allocate(std::size_t bytes) override { return sim.allocate(bytes); }
   void deallocate(void* ptr, std::size_t bytes) noexcept override {
     deallocations.fetch_add(1);
     if (tl_in_free) inside_free.fetch_add(1);
     if (allocator != nullptr) probe_locks();
     sim.deallocate(ptr, bytes);
   }
-  gha::EventId record_event(gha::StreamId stream) override { return sim.record_event(stream); }
-  gha::EventPoll query_event(gha::EventId event) noexcept override { return sim.query_event(event); }
-  void release_event(gha::EventId event) noexcept override { sim.release_event(event); }
-  gha::StreamId current_stream() const override { return sim.current_stream(); }
-  bool is_capturing(gha::StreamId stream) const override { return sim.is_capturing(stream); }
   std::string name() const override { return "watching-sim"; }
 
  private:

@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "forwarding_sim_backend.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/host_allocator/sim_host_backend.hpp"
 #include "metric_value.hpp"
@@ -24,10 +25,8 @@ namespace {
 
 // The sim backend, with one event record that waits until let_go(): a free()
 // stopped between its steps.
-class PausingBackend final : public gha::HostBackend {
+class PausingBackend final : public glassbox::testing::ForwardingSimBackend {
  public:
-  gha::SimHostBackend sim;
-
   void pause_next_record() { armed_ = true; }
   void wait_until_paused() {
     std::unique_lock lock(mu_);
@@ -39,8 +38,6 @@ class PausingBackend final : public gha::HostBackend {
     cv_.notify_all();
   }
 
-  void* allocate(std::size_t bytes) override { return sim.allocate(bytes); }
-  void deallocate(void* ptr, std::size_t bytes) noexcept override { sim.deallocate(ptr, bytes); }
   gha::EventId record_event(gha::StreamId stream) override {
     if (armed_.exchange(false)) {
       std::unique_lock lock(mu_);
@@ -50,10 +47,6 @@ class PausingBackend final : public gha::HostBackend {
     }
     return sim.record_event(stream);
   }
-  gha::EventPoll query_event(gha::EventId event) noexcept override { return sim.query_event(event); }
-  void release_event(gha::EventId event) noexcept override { sim.release_event(event); }
-  gha::StreamId current_stream() const override { return sim.current_stream(); }
-  bool is_capturing(gha::StreamId stream) const override { return sim.is_capturing(stream); }
   std::string name() const override { return "pausing-sim"; }
 
  private:
