@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -77,6 +78,13 @@ HttpServer::~HttpServer() {
 }
 
 void HttpServer::run() {
+  // OpenSSL writes with write(), not send(MSG_NOSIGNAL): a client that left
+  // would raise SIGPIPE, whose default action ends the whole process. Blocked
+  // in this thread, it stays pending here, and the write fails with EPIPE.
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   std::array<epoll_event, 256> events;
   while (!stopping_) {
     int n = ::epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()), wait_ms(Clock::now()));

@@ -48,7 +48,9 @@ std::shared_ptr<SSL_CTX> load(const TlsConfig& c) {
   std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
   if (!ctx) throw ConfigError("glassbox /metrics TLS: SSL_CTX_new failed: " + openssl_errors());
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
-  SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION);
+  // A client that closes without close_notify has just left (OpenSSL 3 would
+  // call it an error): nothing a request head needs can be truncated.
+  SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF);
   // Writes may be partial and resume from a moved buffer, as the connection's
   // are; idle sessions give their buffers back (1 000 idle connections).
   SSL_CTX_set_mode(ctx.get(),
