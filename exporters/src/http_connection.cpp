@@ -74,6 +74,11 @@ std::uint32_t HttpConnection::interest() const noexcept {
   }
 }
 
+HttpConnection::Worth HttpConnection::worth() const noexcept {
+  if (state_ == State::answering || state_ == State::writing) return Worth::answer;
+  return state_ == State::reading && answered_ ? Worth::kept_alive : Worth::nothing;
+}
+
 void HttpConnection::on_ready(bool hangup, Clock::time_point now) {
   switch (state_) {
     case State::reading:
@@ -175,6 +180,7 @@ void HttpConnection::write_answer(Clock::time_point now) {
 }
 
 void HttpConnection::await_next_request(Clock::time_point now) {
+  answered_ = true;
   state_ = State::reading;
   waiting_for_ = IoStatus::want_read;
   idle_ = in_.empty();

@@ -75,6 +75,12 @@ class HttpConnection {
   Clock::time_point deadline() const noexcept { return deadline_; }
   /// When a byte last moved either way: the longest idle goes first at a cap.
   Clock::time_point last_active() const noexcept { return last_active_; }
+  /// What closing it would cost its client, for the caps, cheapest first:
+  /// nothing (no answer yet, as with a client that hangs, or lingering after
+  /// the last one), a kept-alive connection that was answered before, or an
+  /// answer being made or written.
+  enum class Worth { nothing, kept_alive, answer };
+  Worth worth() const noexcept;
 
  private:
   void read_requests(Clock::time_point now);
@@ -93,7 +99,8 @@ class HttpConnection {
   IoStatus waiting_for_ = IoStatus::want_read;  // what the transport blocked on last
   Clock::time_point deadline_;
   Clock::time_point last_active_;
-  bool idle_ = false;  // kept alive, no byte of the next request yet: the idle timeout applies
+  bool idle_ = false;      // kept alive, no byte of the next request yet: the idle timeout applies
+  bool answered_ = false;  // an answer was written and the connection kept alive
 
   std::string in_;
   HeadScanner scanner_;

@@ -11,6 +11,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <tuple>
 
 #include "glassbox/error.hpp"
 
@@ -157,13 +158,18 @@ void HttpServer::make_room(const std::string& client) {
 // A scan, not an index: it runs only at a cap, and an index would cost every
 // byte moved on every connection an update.
 bool HttpServer::evict_longest_idle(const std::string* client, Rejection why) {
-  // Idle longest; of those idle as long (events handled in one batch share a
+  // The cheapest to close (see HttpConnection::worth: hanging clients before
+  // kept-alive scrapers before answers in progress), then the one idle
+  // longest; of those idle as long (events handled in one batch share a
   // time), the oldest connection.
-  auto idleness = [](const Entries::value_type& e) { return std::pair(e.second.connection->last_active(), e.first); };
+  auto cost = [](const Entries::value_type& e) {
+    const HttpConnection& c = *e.second.connection;
+    return std::tuple(c.worth(), c.last_active(), e.first);
+  };
   auto victim = connections_.end();
   for (auto it = connections_.begin(); it != connections_.end(); ++it) {
     if (client && it->second.client != *client) continue;
-    if (victim == connections_.end() || idleness(*it) < idleness(*victim)) victim = it;
+    if (victim == connections_.end() || cost(*it) < cost(*victim)) victim = it;
   }
   if (victim == connections_.end()) return false;
   victim->second.connection->evict(why);

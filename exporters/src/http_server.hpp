@@ -8,10 +8,12 @@
 //
 // Connections are capped in total and per client IP address
 // (HttpLimits::max_connections, max_connections_per_client). A connection
-// beyond a cap closes the one of that set idle longest, so the newcomer,
-// which is about to send its request, always gets in: a hanging client
-// loses its own oldest connections, and a scrape is cut only if a cap's
-// worth of newer connections came after it while it was being answered.
+// beyond a cap closes one of that set, so the newcomer, which is about to
+// send its request, always gets in: a connection that has had no answer (a
+// hanging client's) before one kept alive after answers (a scraper's) before
+// one being answered, and among those the one idle longest. A hanging client
+// thus loses its own oldest connections first, even from the address of a
+// scraper, as on loopback.
 // When the process runs out of file descriptors, the longest idle
 // connection goes the same way.
 #include <atomic>

@@ -25,10 +25,11 @@ struct HttpLimits {
   /// `header_too_large`).
   std::size_t max_header_bytes = 16 * 1024;
   /// Open connections, in all and from one client IP address. A connection
-  /// beyond either cap closes the one of that set that has been idle longest
-  /// (no byte either way), so a hanging client loses its oldest connections,
-  /// not a scrape in progress (reason `max_connections` or
-  /// `max_connections_per_client`).
+  /// beyond either cap closes one of that set: first those that have had no
+  /// answer yet (hanging clients), then those kept alive after an answer,
+  /// then those being answered; among them the one idle longest (no byte
+  /// either way). So a hanging client loses its own oldest connections, not
+  /// a scraper's (reason `max_connections` or `max_connections_per_client`).
   std::size_t max_connections = 512;
   std::size_t max_connections_per_client = 64;
 
