@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "glassbox/exporters/detail/http_request_head.hpp"
 #include "glassbox/exporters/http_limits.hpp"

@@ -122,7 +122,7 @@ void HttpServer::accept_all(Clock::time_point now) {
     if (fd >= 0) {
       admit(UniqueFd(fd), client_of(peer), now);
     } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-      if (!evict_longest_idle(nullptr, Rejection::max_connections)) return pause_accepting(now);
+      if (!evict_one(nullptr, Rejection::max_connections)) return pause_accepting(now);
     } else if (errno != EINTR && errno != ECONNABORTED) {
       return;  // EAGAIN: every waiting connection is taken
     }
@@ -150,14 +150,14 @@ void HttpServer::admit(UniqueFd fd, std::string client, Clock::time_point now) {
 void HttpServer::make_room(const std::string& client) {
   auto same = per_client_.find(client);
   if (same != per_client_.end() && same->second >= limits_.max_connections_per_client) {
-    evict_longest_idle(&client, Rejection::max_connections_per_client);
+    evict_one(&client, Rejection::max_connections_per_client);
   }
-  if (connections_.size() >= limits_.max_connections) evict_longest_idle(nullptr, Rejection::max_connections);
+  if (connections_.size() >= limits_.max_connections) evict_one(nullptr, Rejection::max_connections);
 }
 
 // A scan, not an index: it runs only at a cap, and an index would cost every
 // byte moved on every connection an update.
-bool HttpServer::evict_longest_idle(const std::string* client, Rejection why) {
+bool HttpServer::evict_one(const std::string* client, Rejection why) {
   // The cheapest to close (see HttpConnection::worth: hanging clients before
   // kept-alive scrapers before answers in progress), then the one idle
   // longest; of those idle as long (events handled in one batch share a

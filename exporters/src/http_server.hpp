@@ -64,7 +64,7 @@ class HttpServer {
   void accept_all(Clock::time_point now);
   void admit(UniqueFd fd, std::string client, Clock::time_point now);
   void make_room(const std::string& client);
-  bool evict_longest_idle(const std::string* client, Rejection why);
+  bool evict_one(const std::string* client, Rejection why);
   void pause_accepting(Clock::time_point now);
   void watch_listener(bool on);
   void take_answers(Clock::time_point now);
