@@ -87,7 +87,6 @@ class TlsTransport final : public Transport {
     ERR_clear_error();
     if (SSL_is_init_finished(ssl_)) SSL_shutdown(ssl_);
   }
-  bool handshake_done() const override { return SSL_is_init_finished(ssl_); }
 
  private:
   static int clamp(std::size_t size) { return static_cast<int>(std::min<std::size_t>(size, INT_MAX)); }

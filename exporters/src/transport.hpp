@@ -28,8 +28,6 @@ class Transport {
   virtual IoResult write(const char* from, std::size_t size) = 0;
   /// Before the server closes: TLS sends its close_notify (best effort).
   virtual void say_goodbye() {}
-  /// False while a TLS handshake is unfinished.
-  virtual bool handshake_done() const { return true; }
 };
 
 /// recv() and send() on `fd`, which the caller keeps and closes.
