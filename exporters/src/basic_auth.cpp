@@ -1,6 +1,6 @@
 #include "glassbox/exporters/basic_auth.hpp"
 
-#include <httplib.h>
+#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cctype>
@@ -42,6 +42,14 @@ std::string_view basic_token(std::string_view authorization) {
   return token;
 }
 
+std::string base64(std::string_view data) {
+  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');  // EVP_EncodeBlock ends it with a NUL
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(data.data()), static_cast<int>(data.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
 std::string read_credentials_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
@@ -81,8 +89,7 @@ std::optional<BasicAuth> BasicAuth::from_env() {
 }
 
 bool BasicAuth::matches(std::string_view authorization) const {
-  const std::string expected = httplib::make_basic_authentication_header(user, password).second;
-  return constant_time_equal(basic_token(authorization), basic_token(expected));
+  return constant_time_equal(basic_token(authorization), base64(user + ":" + password));
 }
 
 }  // namespace glassbox::exporters

@@ -80,6 +80,11 @@ std::chrono::milliseconds parse_millis(const std::string& value, const char* var
   return std::chrono::milliseconds(parse_whole(value, variable, min, max, "a whole number of milliseconds"));
 }
 
+std::chrono::seconds parse_seconds(const std::string& value, const char* variable, std::uint64_t min,
+                                   std::uint64_t max) {
+  return std::chrono::seconds(parse_whole(value, variable, min, max, "a whole number of seconds"));
+}
+
 KeyValues parse_key_values(const std::string& value, const char* variable) {
   KeyValues out;
   std::size_t start = 0;

@@ -25,6 +25,9 @@ std::uint64_t parse_count(const std::string& value, const char* variable, std::u
 bool parse_bool(const std::string& value, const char* variable);
 /// A whole number of milliseconds, at least `min`.
 std::chrono::milliseconds parse_millis(const std::string& value, const char* variable, std::uint64_t min = 0);
+/// A whole number of seconds in [min, max].
+std::chrono::seconds parse_seconds(const std::string& value, const char* variable, std::uint64_t min,
+                                   std::uint64_t max);
 /// "key1=value1,key2=value2" as W3C Baggage writes it: blanks around keys and
 /// values dropped, values percent-decoded.
 KeyValues parse_key_values(const std::string& value, const char* variable);

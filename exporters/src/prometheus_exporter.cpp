@@ -1,22 +1,21 @@
 #include "glassbox/exporters/prometheus_exporter.hpp"
 
-#include <httplib.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <regex>
-#include <thread>
-
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 
 #include "env_values.hpp"
 #include "glassbox/error.hpp"
+#include "gzip.hpp"
+#include "http_router.hpp"
+#include "http_server.hpp"
+#include "listen_socket.hpp"
+#include "server_metrics.hpp"
+#include "tls_context.hpp"
 
 namespace glassbox::exporters {
 
@@ -75,46 +74,60 @@ std::string exposition_text(const metrics::Registry& registry) {
   return prometheus::TextSerializer().Serialize(families);
 }
 
-// "[::1]:9464" -> {"::1", 9464}; the address is validated first.
-std::pair<std::string, int> split_address(const std::string& address) {
-  std::size_t colon = address.rfind(':');
-  std::string host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  return {host, std::stoi(address.substr(colon + 1))};
+constexpr const char* kExpositionType = "text/plain; version=0.0.4; charset=utf-8";
+
+// Whether an Accept-Encoding value takes gzip ("gzip", "gzip;q=0.5", not "gzip;q=0").
+bool accepts_gzip(std::string_view accept_encoding) {
+  while (!accept_encoding.empty()) {
+    std::size_t comma = accept_encoding.find(',');
+    std::string_view coding = accept_encoding.substr(0, comma);
+    accept_encoding.remove_prefix(comma == std::string_view::npos ? accept_encoding.size() : comma + 1);
+    std::size_t semicolon = coding.find(';');
+    std::string_view name = coding.substr(0, semicolon);
+    name.remove_prefix(std::min(name.find_first_not_of(' '), name.size()));
+    name = name.substr(0, name.find(' '));
+    if (!detail::equals_ignoring_case(name, "gzip")) continue;
+    std::size_t q = coding.find("q=", semicolon == std::string_view::npos ? coding.size() : semicolon);
+    return q == std::string_view::npos || std::strtod(std::string(coding.substr(q + 2)).c_str(), nullptr) > 0;
+  }
+  return false;
 }
 
-bool is_loopback(const std::string& host) {
-  static const std::regex ipv4_loopback(R"(^127(\.[0-9]{1,3}){3}$)");
-  return host == "localhost" || host == "::1" || std::regex_match(host, ipv4_loopback);
+// Prometheus asks for gzip, which makes a scrape several times smaller on the wire.
+detail::HttpResponse metrics_page(const metrics::Registry& registry, const detail::HttpRequest& request) {
+  detail::HttpResponse r;
+  r.content_type = kExpositionType;
+  r.body = exposition_text(registry);
+  if (accepts_gzip(request.header("Accept-Encoding"))) {
+    r.body = detail::gzip(r.body);
+    r.headers.emplace_back("Content-Encoding", "gzip");
+  }
+  r.headers.emplace_back("Vary", "Accept-Encoding");
+  return r;
 }
 
 // Serving metrics to the network with nobody asked to log in is refused, not
-// warned about: a warning in a service's log is easy to miss.
-void check_exposure(const PrometheusOptions& o, const std::string& host) {
-  if (is_loopback(host) || o.basic_auth || o.allow_unauthenticated) return;
+// warned about: a warning in a service's log is easy to miss. A client
+// certificate (mutual TLS) is a login too.
+void check_exposure(const PrometheusOptions& o, const detail::ListenAddress& address) {
+  const bool mutual_tls = o.tls && !o.tls->client_ca_file.empty();
+  if (address.is_loopback() || o.basic_auth || mutual_tls || o.allow_unauthenticated) return;
   throw ConfigError("glassbox /metrics: refusing to serve " + o.address +
                     " (beyond loopback) without authentication; set GLASSBOX_METRICS_BASIC_AUTH=USER:PASSWORD or "
-                    "GLASSBOX_METRICS_BASIC_AUTH_FILE=PATH (or PrometheusOptions::basic_auth), or "
+                    "GLASSBOX_METRICS_BASIC_AUTH_FILE=PATH (or PrometheusOptions::basic_auth), best with "
+                    "GLASSBOX_METRICS_TLS_CERT_FILE and GLASSBOX_METRICS_TLS_KEY_FILE so the password is not sent "
+                    "in the clear; or GLASSBOX_METRICS_TLS_CLIENT_CA_FILE to require client certificates; or "
                     "GLASSBOX_METRICS_ALLOW_UNAUTHENTICATED=true where a firewall or network policy guards the port");
 }
 
-// Answers 401 to every request that lacks the credentials, whatever its path.
-void require_basic_auth(httplib::Server& http, const BasicAuth& auth) {
-  http.set_pre_routing_handler([auth](const httplib::Request& req, httplib::Response& res) {
-    if (auth.matches(req.get_header_value("Authorization"))) return httplib::Server::HandlerResponse::Unhandled;
-    res.status = 401;
-    res.set_header("WWW-Authenticate", R"(Basic realm="glassbox metrics", charset="UTF-8")");
-    res.set_content("401 Unauthorized: /metrics needs HTTP basic auth\n", "text/plain; charset=utf-8");
-    return httplib::Server::HandlerResponse::Handled;
-  });
+detail::HttpRouter make_router(const PrometheusOptions& o) {
+  detail::HttpRouter router(o.basic_auth);
+  const metrics::Registry& registry = *o.registry;
+  router.add("/metrics", [&registry](const detail::HttpRequest& r) { return metrics_page(registry, r); });
+  return router;
 }
 
 }  // namespace
-
-struct PrometheusExporter::Server {
-  httplib::Server http;
-  std::thread thread;
-};
 
 void validate_listen_address(const std::string& address, const std::string& source) {
   static const std::regex form(R"(^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.\-]+):([0-9]{1,5})$)");
@@ -133,53 +146,36 @@ PrometheusOptions PrometheusOptions::from_env() {
     o.address = v;
   }
   o.basic_auth = BasicAuth::from_env();
+  o.tls = TlsConfig::from_env();
+  o.limits = HttpLimits::from_env();
   if (auto v = detail::env("GLASSBOX_METRICS_ALLOW_UNAUTHENTICATED")) {
     o.allow_unauthenticated = detail::parse_bool(*v, "GLASSBOX_METRICS_ALLOW_UNAUTHENTICATED");
   }
   return o;
 }
 
-PrometheusExporter::PrometheusExporter(PrometheusOptions options)
-    : options_(std::move(options)), server_(std::make_unique<Server>()) {
+PrometheusExporter::PrometheusExporter(PrometheusOptions options) : options_(std::move(options)) {
   validate_listen_address(options_.address, "metrics address");
-  auto [host, port] = split_address(options_.address);
-  check_exposure(options_, host);
-  // Two workers: scrapes are rare and short; more threads would only idle.
-  server_->http.new_task_queue = [] { return new httplib::ThreadPool(2); };
-  // Not SO_REUSEPORT, which httplib's default sets: it would let a second
-  // process share the port and silently take half the scrapes.
-  // TCP_NODELAY (inherited by accepted sockets): httplib writes headers and
-  // body separately, and Nagle held the body until the client's delayed ACK,
-  // so every kept-alive scrape took 40 ms (found by scripts/load-metrics).
-  server_->http.set_socket_options([](int sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
-  });
-  if (options_.basic_auth) require_basic_auth(server_->http, *options_.basic_auth);
-  const metrics::Registry& registry = *options_.registry;
-  server_->http.Get("/metrics", [&registry](const httplib::Request&, httplib::Response& res) {
-    res.set_content(exposition_text(registry), "text/plain; version=0.0.4; charset=utf-8");
-  });
-  int bound = port == 0 ? server_->http.bind_to_any_port(host) : (server_->http.bind_to_port(host, port) ? port : -1);
-  if (bound <= 0) {
-    throw Error("glassbox /metrics: cannot listen on " + options_.address + ": " + std::strerror(errno) +
-                " (is the port in use? set GLASSBOX_METRICS_ADDR or --metrics-addr)");
-  }
-  port_ = static_cast<std::uint16_t>(bound);
-  server_->thread = std::thread([s = server_.get()] { s->http.listen_after_bind(); });
-  // stop() before the loop runs would be lost and the destructor would hang.
-  while (!server_->http.is_running()) std::this_thread::yield();
+  options_.limits.validate();
+  const auto address = detail::ListenAddress::parse(options_.address);
+  check_exposure(options_, address);
+  detail::ServerMetrics metrics(*options_.registry);
+  // Certificates first: a bad file fails before the port is taken.
+  auto tls = options_.tls
+                 ? std::make_unique<detail::TlsContext>(*options_.tls, metrics.tls_reloaded, metrics.tls_reload_failed)
+                 : nullptr;
+  auto listener = std::make_unique<detail::ListenSocket>(address);
+  port_ = listener->port();
+  server_ = std::make_unique<detail::HttpServer>(
+      std::move(listener), options_.limits, std::move(tls),
+      [router = make_router(options_)](const detail::HttpRequest& r) { return router.route(r); }, std::move(metrics));
 }
 
-PrometheusExporter::~PrometheusExporter() {
-  server_->http.stop();
-  server_->thread.join();
-}
+PrometheusExporter::~PrometheusExporter() = default;
 
 std::string PrometheusExporter::url() const {
   std::string host = options_.address.substr(0, options_.address.rfind(':'));
-  return "http://" + host + ":" + std::to_string(port_) + "/metrics";
+  return (options_.tls ? "https://" : "http://") + host + ":" + std::to_string(port_) + "/metrics";
 }
 
 }  // namespace glassbox::exporters

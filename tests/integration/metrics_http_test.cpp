@@ -134,6 +134,26 @@ TEST(MetricsHttp, KeptAliveScrapesDoNotWaitForDelayedAcks) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(400));
 }
 
+// Prometheus sends Accept-Encoding: gzip; a scrape shrinks several times on the wire.
+TEST(MetricsHttp, ScrapesAreGzippedWhenTheClientAsks) {
+  gm::Registry registry;
+  ge::PrometheusExporter exporter({"127.0.0.1:0", &registry});
+  auto pool = Pool::create(gs::FakeHandleFactory("cublas"), registry);
+  churn(*pool, 1, 2);
+  httplib::Client client("127.0.0.1", exporter.port());  // it inflates what it gets
+  auto gzipped = client.Get("/metrics", {{"Accept-Encoding", "gzip"}});
+  ASSERT_TRUE(gzipped && gzipped->status == 200);
+  EXPECT_EQ(gzipped->get_header_value("Content-Encoding"), "gzip");
+  EXPECT_EQ(gzipped->get_header_value("Vary"), "Accept-Encoding");
+  EXPECT_NE(gzipped->body.find("glassbox_handles_created_total"), std::string::npos);
+  for (const char* refused : {"gzip;q=0", "identity", "br"}) {
+    auto plain = client.Get("/metrics", {{"Accept-Encoding", refused}});
+    ASSERT_TRUE(plain && plain->status == 200);
+    EXPECT_EQ(plain->get_header_value("Content-Encoding"), "") << refused;
+    EXPECT_NE(plain->body.find("glassbox_handles_created_total"), std::string::npos) << refused;
+  }
+}
+
 TEST(MetricsHttp, BadAddressesAreClearErrors) {
   for (const char* bad : {"localhost", "127.0.0.1:99999", ":9464", "1.2.3.4:port"}) {
     try {

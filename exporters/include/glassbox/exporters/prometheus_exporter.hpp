@@ -1,14 +1,19 @@
 #pragma once
-// Serves a glassbox metrics registry at http://ADDRESS/metrics in the
+// Serves a glassbox metrics registry at http(s)://ADDRESS/metrics in the
 // Prometheus text format. At each scrape it takes a snapshot of the registry
 // and prometheus-cpp writes the text, so nothing is copied or serialised
 // between scrapes.
 //
-// Why not prometheus-cpp's Exposer for the HTTP side: its civetweb server
-// starts threads with a fixed 100 KiB stack, and glibc carves the static TLS
-// of every loaded library out of each thread's stack. cuBLASLt alone has
-// ~92 KiB of TLS, so in any process that links cuBLAS the Exposer cannot start
-// ("Cannot create threads"). cpp-httplib uses std::thread with default stacks.
+// The HTTP side is glassbox's own small server (src/http_server.hpp): one
+// event-loop thread for every connection and one worker thread for the
+// scrapes, with bounded header read time, header size and connection counts
+// (HttpLimits), so hanging or hostile clients cannot starve real scrapes, and
+// TLS through the system's OpenSSL (TlsConfig). Neither prometheus-cpp's
+// Exposer (its civetweb threads have a fixed 100 KiB stack, and glibc carves
+// the static TLS of every loaded library out of it: cuBLASLt alone has
+// ~92 KiB, so in a process that links cuBLAS it cannot start) nor
+// cpp-httplib (a thread per connection: 200 hanging connections made every
+// scrape time out) serves it.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -17,9 +22,15 @@
 #include <vector>
 
 #include "glassbox/exporters/basic_auth.hpp"
+#include "glassbox/exporters/http_limits.hpp"
+#include "glassbox/exporters/tls_config.hpp"
 #include "glassbox/metrics/registry.hpp"
 
 namespace glassbox::exporters {
+
+namespace detail {
+class HttpServer;
+}
 
 struct PrometheusOptions {
   // A constructor, not aggregate init, so `{address, &registry}` stays valid
@@ -32,12 +43,18 @@ struct PrometheusOptions {
   metrics::Registry* registry;
   /// When set, every request needs these credentials (else 401).
   std::optional<BasicAuth> basic_auth;
+  /// When set, HTTPS only. With basic_auth, the way to expose the port.
+  std::optional<TlsConfig> tls;
   /// An address other than loopback (127.0.0.0/8, ::1, localhost) without
-  /// basic_auth is refused at startup unless this is true: anyone who can
-  /// reach the port could otherwise read the process's metrics.
+  /// basic_auth or client certificates (tls->client_ca_file) is refused at
+  /// startup unless this is true: anyone who can reach the port could
+  /// otherwise read the process's metrics.
   bool allow_unauthenticated = false;
+  /// Header read time, header size, connection caps.
+  HttpLimits limits;
 
   /// Address from GLASSBOX_METRICS_ADDR, credentials from BasicAuth::from_env(),
+  /// tls from TlsConfig::from_env(), limits from HttpLimits::from_env(),
   /// allow_unauthenticated from GLASSBOX_METRICS_ALLOW_UNAUTHENTICATED
   /// (true|false), else the defaults. A malformed value throws ConfigError
   /// naming the variable and the accepted form.
@@ -51,8 +68,9 @@ void validate_listen_address(const std::string& address, const std::string& sour
 class PrometheusExporter {
  public:
   /// Starts listening at once; throws glassbox::Error when the address cannot be
-  /// bound, ConfigError when it is beyond loopback with no authentication.
-  /// The destructor stops serving and joins the server thread.
+  /// bound, ConfigError when it is beyond loopback with no authentication, the
+  /// limits are out of range or the TLS files do not load. The destructor
+  /// stops serving, closes every connection and joins the server's threads.
   explicit PrometheusExporter(PrometheusOptions options = PrometheusOptions::from_env());
   ~PrometheusExporter();
   PrometheusExporter(const PrometheusExporter&) = delete;
@@ -60,13 +78,12 @@ class PrometheusExporter {
 
   /// The port actually bound (useful with port 0).
   std::uint16_t port() const noexcept { return port_; }
-  /// http://host:port/metrics
+  /// http://host:port/metrics, or https:// with TLS
   std::string url() const;
 
  private:
-  struct Server;
   PrometheusOptions options_;
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<detail::HttpServer> server_;
   std::uint16_t port_ = 0;
 };
 
