@@ -56,6 +56,10 @@ HttpResponse HttpWorker::answer(const HttpRequest& request) const {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "glassbox: /metrics handler for %s failed: %s\n", request.path.c_str(), e.what());
     return HttpResponse::text(500, "the page could not be made; the reason is in the server's log");
+  } catch (...) {
+    std::fprintf(stderr, "glassbox: /metrics handler for %s failed with a non-standard exception\n",
+                 request.path.c_str());
+    return HttpResponse::text(500, "the page could not be made; the reason is in the server's log");
   }
 }
 

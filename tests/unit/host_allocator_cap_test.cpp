@@ -14,8 +14,10 @@
 #include "forwarding_sim_backend.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/host_allocator/sim_host_backend.hpp"
+#include "glassbox/sim/sim_stream.hpp"
 
 namespace gha = glassbox::host_allocator;
+namespace gs = glassbox::sim;
 namespace gm = glassbox::metrics;
 
 namespace {
@@ -136,4 +138,27 @@ TEST(HostAllocatorCap, NoMemoryIsReturnedInsideFreeOrUnderALock) {
   EXPECT_LE(f.allocator->stats().cached_bytes, 2048);
   EXPECT_EQ(f.backend->inside_free.load(), 0);
   EXPECT_EQ(f.backend->under_lock.load(), 0);
+}
+
+// A graph's private pool may hold more free bytes than the cap; they leave
+// with release_pool(), not with a trim. Counted against the cap, they kept it
+// exceeded for good: every trim emptied the default pool's cache.
+TEST(HostAllocatorCap, FreeBlocksOfAPrivatePoolDoNotDefeatTheCap) {
+  Fixture f("max_cached_bytes:8KiB,thread_cache:0");
+  gs::SimStream capture;
+  const gha::PoolId pool{7, 0};
+  f.allocator->begin_allocate_to_pool(pool, [&](gha::StreamId s) { return s == gha::SimHostBackend::id(capture); });
+  {
+    gha::SimStreamGuard current(capture);
+    std::vector<gha::HostAllocation> graph;
+    for (int i = 0; i < 4; ++i) graph.push_back(f.allocator->allocate(4096));
+    for (auto a : graph) f.free(a);  // 16 KiB free in the private pool
+  }
+  f.allocator->end_allocate_to_pool(pool);
+  auto a = f.allocator->allocate(4096);
+  f.free(a);
+  f.allocator->process_events();  // a trim, if the cap were exceeded
+  EXPECT_EQ(f.allocator->allocate(4096).ptr, a.ptr) << "the default pool's cache was trimmed";
+  EXPECT_EQ(f.backend->deallocations.load(), 0);
+  f.allocator->release_pool(pool);
 }

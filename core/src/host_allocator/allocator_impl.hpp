@@ -191,7 +191,8 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   void* backend_allocate_or_retry(std::size_t size, std::size_t rounded);
   void on_allocated(Block* b, std::size_t size, bool hit, bool captured);
   void return_free(Block* b);
-  void note_cached(const Block* b);  // b went into a thread cache
+  void note_cached(std::size_t bytes);                         // a block of `bytes` went into a thread cache
+  void count_free(const BlockPool& pool, std::int64_t bytes);  // on pool's shared lists: +bytes
   // `stamped`: b->freed_tick is set already (see process_events).
   void push_central(BlockPool& pool, Block* b, bool stamped = false);
   void queue_events(Block* b, const std::vector<StreamId>& streams, bool captured);
@@ -239,7 +240,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   bool capped() const noexcept { return config.max_cached_bytes > 0; }
   bool over_cap() const noexcept {
     return capped() &&
-           central_free_bytes.load(std::memory_order_relaxed) + thread_cached_bytes.load(std::memory_order_relaxed) >
+           default_free_bytes.load(std::memory_order_relaxed) + thread_cached_bytes.load(std::memory_order_relaxed) >
                static_cast<std::int64_t>(config.max_cached_bytes);
   }
   void trim_to_cap();
@@ -273,7 +274,10 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   std::mutex counts_mu;
   std::mutex publish_mu;
   std::uint64_t collector_id = 0;
-  std::atomic<std::int64_t> central_free_bytes{0};
+  // Free bytes on the default pool's shared lists. Private pools' free blocks
+  // belong to their graphs: they leave with release_pool(), so they count
+  // neither against the cap nor here (a cap they filled could never be met).
+  std::atomic<std::int64_t> default_free_bytes{0};
   // Bytes in thread caches; kept only under a cap (capped()), so that an
   // uncapped allocator's cached pair touches no shared line.
   std::atomic<std::int64_t> thread_cached_bytes{0};

@@ -44,7 +44,7 @@ void CachingHostAllocator::Impl::take_free_blocks(BlockPool& pool, std::vector<B
     for (Block* b : fl.blocks) {
       pool.blocks.erase(b);
       pool.by_ptr.erase(b->ptr);
-      central_free_bytes.fetch_sub(static_cast<std::int64_t>(b->size), std::memory_order_relaxed);
+      count_free(pool, -static_cast<std::int64_t>(b->size));
     }
     doomed.insert(doomed.end(), fl.blocks.begin(), fl.blocks.end());
     fl.blocks.clear();
@@ -123,7 +123,7 @@ void CachingHostAllocator::Impl::take_over_cap(std::vector<Block*>& doomed) {
     fl.blocks.erase(it);
     default_pool.blocks.erase(b);
     default_pool.by_ptr.erase(b->ptr);
-    central_free_bytes.fetch_sub(static_cast<std::int64_t>(b->size));
+    count_free(default_pool, -static_cast<std::int64_t>(b->size));
     doomed.push_back(b);
   }
 }

@@ -133,7 +133,7 @@ Block* CachingHostAllocator::Impl::take_central(BlockPool& pool, std::uint32_t c
   if (fl.blocks.empty()) return nullptr;
   Block* b = fl.blocks.back();
   fl.blocks.pop_back();
-  central_free_bytes.fetch_sub(static_cast<std::int64_t>(b->size), std::memory_order_relaxed);
+  count_free(pool, -static_cast<std::int64_t>(b->size));
   ClassRecord& r = records[cls];
   std::lock_guard stats(r.mu);
   r.active_requests.increase(1);
@@ -160,7 +160,7 @@ void* CachingHostAllocator::Impl::backend_allocate_or_retry(std::size_t size, st
   throw OutOfMemoryError("glassbox host allocator: out of pinned memory allocating " + std::to_string(size) +
                          " bytes (rounded to " + std::to_string(rounded) + ") from the " + backend->name() +
                          " backend; reserved " + std::to_string(reserved) + " bytes, cached " +
-                         std::to_string(central_free_bytes.load()) + ", active " + std::to_string(active) +
+                         std::to_string(default_free_bytes.load()) + ", active " + std::to_string(active) +
                          "; empty_cache() was already tried and the allocation retried once. Free pinned "
                          "buffers, or lower max_cached_bytes in GLASSBOX_HOST_ALLOC_CONF");
 }
@@ -288,9 +288,12 @@ void CachingHostAllocator::Impl::return_free(Block* b) {
         // A load, not an increment: blocks freed at once may share a tick.
         b->freed_tick = 2 * tick.load(std::memory_order_relaxed) + 1;
         slot.blocks[slot.count++] = b;
+        // Counted before unlocking: once unlocked, empty_cache() or a trim
+        // may drain the slot and free the block.
+        note_cached(b->size);
       }
       tc->lock.owner_unlock();
-      if (kept) return note_cached(b);
+      if (kept) return;
     }
   }
   push_central(pool_of(b), b);
@@ -309,14 +312,18 @@ void CachingHostAllocator::Impl::push_central(BlockPool& pool, Block* b, bool st
     r.active_requests.decrease(1);
     r.active_bytes.decrease(size);
   }
-  central_free_bytes.fetch_add(size);
+  count_free(pool, size);
   if (config.background_thread && over_cap()) background_cv.notify_one();
 }
 
-void CachingHostAllocator::Impl::note_cached(const Block* b) {
+void CachingHostAllocator::Impl::note_cached(std::size_t bytes) {
   if (!capped()) return;
-  thread_cached_bytes.fetch_add(static_cast<std::int64_t>(b->size));
+  thread_cached_bytes.fetch_add(static_cast<std::int64_t>(bytes));
   if (config.background_thread && over_cap()) background_cv.notify_one();
+}
+
+void CachingHostAllocator::Impl::count_free(const BlockPool& pool, std::int64_t bytes) {
+  if (&pool == &default_pool) default_free_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 BlockPool& CachingHostAllocator::Impl::pool_of(const Block* b) {

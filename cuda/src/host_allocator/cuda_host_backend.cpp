@@ -3,6 +3,7 @@
 #include <cudaTypedefs.h>
 #include <unistd.h>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -113,22 +114,29 @@ const DriverCalls& driver() {
 // are allowed in every mode, so recording needs no exchange.
 class RelaxedCaptureMode {
  public:
-  RelaxedCaptureMode() noexcept { exchange(); }
-  ~RelaxedCaptureMode() { exchange(); }
+  RelaxedCaptureMode() noexcept : swapped_(exchange(mode_)) {}
+  // Restores the thread's own mode, only if it was swapped out.
+  ~RelaxedCaptureMode() {
+    if (swapped_) (void)exchange(mode_);
+  }
   RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
   RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
 
  private:
-  void exchange() noexcept {
-    if (auto fn = driver().exchange_capture_mode) {
-      (void)fn(&mode_);
-      return;
+  // Swaps `mode` with the thread's: through the driver, or through the
+  // runtime where the driver's call is missing or fails.
+  static bool exchange(CUstreamCaptureMode& mode) noexcept {
+    if (auto fn = driver().exchange_capture_mode; fn != nullptr && fn(&mode) == CUDA_SUCCESS) return true;
+    auto runtime_mode = static_cast<cudaStreamCaptureMode>(mode);  // the same values
+    if (cudaThreadExchangeStreamCaptureMode(&runtime_mode) != cudaSuccess) {
+      (void)cudaGetLastError();  // not left for an unrelated later check to find
+      return false;
     }
-    auto mode = static_cast<cudaStreamCaptureMode>(mode_);  // the same values
-    (void)cudaThreadExchangeStreamCaptureMode(&mode);
-    mode_ = static_cast<CUstreamCaptureMode>(mode);
+    mode = static_cast<CUstreamCaptureMode>(runtime_mode);
+    return true;
   }
   CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool swapped_;
 };
 
 bool runtime_is_capturing(cudaStream_t s) {
@@ -222,13 +230,24 @@ void* CudaHostBackend::allocate_registered(std::size_t bytes) {
   return p;
 }
 
+namespace {
+// A release cannot throw (it runs from destructors and empty_cache()); a
+// failure is said on stderr and cleared, so that no later, unrelated check of
+// the runtime's last error finds it.
+void report_release_failure(cudaError_t e, const char* call) noexcept {
+  if (e == cudaSuccess) return;
+  (void)cudaGetLastError();
+  std::fprintf(stderr, "glassbox: %s failed (%s); the pinned block is lost to the cache\n", call, cudaGetErrorName(e));
+}
+}  // namespace
+
 void CudaHostBackend::deallocate(void* ptr, std::size_t) noexcept {
   RelaxedCaptureMode relaxed;
   if (use_host_register_) {
-    (void)cudaHostUnregister(ptr);
+    report_release_failure(cudaHostUnregister(ptr), "cudaHostUnregister");
     std::free(ptr);
   } else {
-    (void)cudaFreeHost(ptr);
+    report_release_failure(cudaFreeHost(ptr), "cudaFreeHost");
   }
 }
 
