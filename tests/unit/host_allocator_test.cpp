@@ -162,6 +162,24 @@ TEST(HostAllocator, AFreeWhileAStreamOfTheBlockCapturesRecordsNoEvent) {
   EXPECT_EQ(f.metric("glassbox_host_blocks", {{"state", "pending_event"}}), 1);
 }
 
+// Released while still active, the pool could be freed under an allocate()
+// that has just picked it: refused, and the pool goes on working.
+TEST(HostAllocator, ReleasingAPoolStillAllocatedToIsAnError) {
+  Fixture f;
+  SimStream capture;
+  const gha::PoolId pool{9, 0};
+  f.allocator->begin_allocate_to_pool(pool, [&](gha::StreamId s) { return s == SimHostBackend::id(capture); });
+  EXPECT_THROW(f.allocator->release_pool(pool), glassbox::UsageError);
+  {
+    gha::SimStreamGuard current(capture);
+    f.allocator->free(f.allocator->allocate(64).ctx);
+  }
+  f.allocator->end_allocate_to_pool(pool);
+  f.allocator->release_pool(pool);
+  f.allocator->empty_cache();
+  EXPECT_EQ(f.backend->live_blocks(), 0u);
+}
+
 TEST(HostAllocator, OutOfMemoryEmptiesTheCacheAndRetriesOnce) {
   Fixture f;
   f.backend->capacity_bytes = 3 << 20;

@@ -416,6 +416,12 @@ void CachingHostAllocator::release_pool(PoolId id) {
   std::unique_lock lock(a.instance_mu);
   auto it = a.private_pools.find(id);
   if (it == a.private_pools.end()) throw Error("release_pool: no private pool " + pool_text(id));
+  // An allocate() may hold the pool while it is active: freed under it, the
+  // pool would be written after its memory went back.
+  if (std::any_of(a.captures.begin(), a.captures.end(), [&](const auto& c) { return c.first == id; })) {
+    throw UsageError("release_pool: pool " + pool_text(id) +
+                     " is still being allocated to; call end_allocate_to_pool first");
+  }
   if (--it->second->use_count == 0) a.freeable_pools.emplace(id, it->second.get());
 }
 

@@ -129,7 +129,8 @@ class CachingHostAllocator {
   /// no block; a block allocated during capture and used on a stream never
   /// becomes free, so a pool that has one stays until the allocator is
   /// destroyed. A begin_allocate_to_pool(id) before then takes the pool up
-  /// again. Throws Error when there is no pool `id`.
+  /// again. Throws Error when there is no pool `id`, and UsageError while it
+  /// is still active (end_allocate_to_pool() comes first).
   void release_pool(PoolId id);
 
   /// The statistics now, per size class and in total. Blocks in thread caches
