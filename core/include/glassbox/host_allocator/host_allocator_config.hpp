@@ -24,7 +24,8 @@ struct HostAllocatorConfig {
   /// process_events() and on the background thread, with no allocator lock
   /// held while memory is returned (cudaFreeHost waits for the device);
   /// never inside free(), so frees may take the cache over the cap until one
-  /// of those runs. 0: no cap.
+  /// of those runs. Private pools' free blocks do not count: they leave with
+  /// release_pool(). 0: no cap.
   std::size_t max_cached_bytes = 0;
   /// Free blocks each thread keeps per size class (0..8) so that a thread
   /// re-using a size takes no shared lock; blocks up to 1 MiB only. 0
