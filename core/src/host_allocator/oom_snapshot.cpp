@@ -117,9 +117,9 @@ void add_to(BucketTotals& t, const BlockView& v) {
 }
 
 std::uint64_t unix_now_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count());
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
 }
 
 }  // namespace
@@ -188,10 +188,9 @@ void CachingHostAllocator::Impl::on_out_of_memory(std::size_t size, std::size_t 
   m.oom.inc();
   OutOfMemoryInfo info{size, rounded, stats(), {}};
   if (!config.oom_snapshot.empty()) info.snapshot_path = write_oom_snapshot(size, rounded, info.stats);
-  span.add_event("glassbox.host_allocator.oom",
-                 {{"glassbox.size", static_cast<std::int64_t>(size)},
-                  {"glassbox.rounded_size", static_cast<std::int64_t>(rounded)},
-                  {"glassbox.oom_snapshot", info.snapshot_path}});
+  span.add_event("glassbox.host_allocator.oom", {{"glassbox.size", static_cast<std::int64_t>(size)},
+                                                 {"glassbox.rounded_size", static_cast<std::int64_t>(rounded)},
+                                                 {"glassbox.oom_snapshot", info.snapshot_path}});
   std::vector<std::function<void(const OutOfMemoryInfo&)>> observers;
   {
     std::lock_guard lock(oom_mu);
