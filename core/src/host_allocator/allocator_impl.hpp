@@ -199,8 +199,9 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   Block* create_block(std::size_t size, std::uint32_t cls, BlockPool& pool);
   void* backend_allocate_or_retry(std::size_t size, std::size_t rounded, trace::Span& span);
   // Counts the out-of-memory, writes the snapshot, tells the span and the
-  // observers (oom_snapshot.cpp); returns the snapshot's path, if written.
+  // observers (oom_snapshot.cpp).
   void on_out_of_memory(std::size_t size, std::size_t rounded, trace::Span& span);
+  // Returns the snapshot's path, or empty (and warns) when it could not be written.
   std::string write_oom_snapshot(std::size_t size, std::size_t rounded, const HostStats& stats);
   // Runs fn(block, in_a_thread_cache) on every block of every pool, with the
   // block's lock held (oom_snapshot.cpp).

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "allocator_impl.hpp"
 
@@ -48,7 +49,6 @@ struct BlockView {
   std::size_t requested = 0;
   std::vector<StreamId> streams;
   int pending_events = 0;
-  bool captured = false;
   double age_seconds = 0;
 };
 
@@ -75,7 +75,6 @@ BlockView view_of(const Block& b, unsigned bucket, bool thread_cached, std::chro
   v.requested = b.requested.load(std::memory_order_relaxed);
   v.streams = b.streams;
   v.pending_events = b.event_count;
-  v.captured = b.captured;
   v.age_seconds = std::chrono::duration<double>(now - b.created).count();
   return v;
 }
@@ -86,8 +85,7 @@ std::string block_json(const BlockView& v) {
     << ",\"state\":" << quoted(v.state) << ",\"thread_cached\":" << (v.thread_cached ? "true" : "false")
     << ",\"requested_bytes\":" << v.requested << ",\"streams\":[";
   for (std::size_t i = 0; i < v.streams.size(); ++i) o << (i ? "," : "") << quoted(hex(v.streams[i]));
-  o << "],\"pending_events\":" << v.pending_events << ",\"captured\":" << (v.captured ? "true" : "false")
-    << ",\"age_seconds\":" << v.age_seconds << "}";
+  o << "],\"pending_events\":" << v.pending_events << ",\"age_seconds\":" << v.age_seconds << "}";
   return o.str();
 }
 

@@ -78,10 +78,11 @@ struct OutOfMemoryInfo {
   /// requests and cache_hits as stats()) and "blocks" (each: pool, bucket,
   /// size, state, thread_cached, requested_bytes, streams as hex ids (those
   /// an active block was recorded on so far; a freed block's streams live on
-  /// only as its pending_events), pending_events, captured, age_seconds
+  /// only as its pending_events), pending_events, age_seconds
   /// since it was made). States:
   /// active (handed out), pending_event (freed, waiting on events), retired
-  /// (kept out of reuse for good), free (cached).
+  /// (kept out of reuse for good: used during capture, or an event failed),
+  /// free (cached).
   std::string snapshot_path;
 };
 
