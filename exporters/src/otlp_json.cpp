@@ -42,6 +42,16 @@ void key_values(JsonWriter& w, const std::vector<trace::Attribute>& attributes) 
   w.end_array();
 }
 
+void events(JsonWriter& w, const std::vector<trace::SpanEvent>& list) {
+  w.key("events").begin_array();
+  for (const auto& e : list) {
+    w.begin_object().key("timeUnixNano").string(std::to_string(e.time_unix_ns)).key("name").string(e.name);
+    if (!e.attributes.empty()) key_values(w, e.attributes);
+    w.end_object();
+  }
+  w.end_array();
+}
+
 void span(JsonWriter& w, const trace::SpanData& s) {
   w.begin_object();
   w.key("traceId").string(s.context.trace_id.hex());
@@ -52,6 +62,7 @@ void span(JsonWriter& w, const trace::SpanData& s) {
   w.key("startTimeUnixNano").string(std::to_string(s.start_unix_ns));
   w.key("endTimeUnixNano").string(std::to_string(s.end_unix_ns));
   if (!s.attributes.empty()) key_values(w, s.attributes);
+  if (!s.events.empty()) events(w, s.events);
   if (s.status != trace::StatusCode::unset) {
     w.key("status").begin_object().key("code").number(std::int64_t{static_cast<int>(s.status)});
     if (!s.status_message.empty()) w.key("message").string(s.status_message);

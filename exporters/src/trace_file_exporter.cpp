@@ -182,6 +182,21 @@ void TraceFileExporter::write_span(const trace::SpanData& s) {
   if (!s.status_message.empty()) w.key("status_message").string(s.status_message);
   w.end_object().end_object();
   write(event_);
+  for (const auto& e : s.events) write_instant(e, s.thread_id);
+}
+
+// A span event as an instant event on the span's thread ("s": "t": thread scope).
+void TraceFileExporter::write_instant(const trace::SpanEvent& e, std::uint64_t tid) {
+  event_.clear();
+  JsonWriter w(event_);
+  event_head(w, e.name, "i", pid_, tid).key("cat").string(kCategory).key("s").string("t");
+  w.key("ts").number(micros(e.time_unix_ns)).key("args").begin_object();
+  for (const auto& a : e.attributes) {
+    w.key(a.key);
+    arg_value(w, a.value);
+  }
+  w.end_object().end_object();
+  write(event_);
 }
 
 void TraceFileExporter::write_flow_point(std::string_view ph, const std::string& id, std::uint64_t tid,

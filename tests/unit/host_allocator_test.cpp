@@ -284,10 +284,12 @@ TEST(HostAllocatorConfig, BadKeysAndValuesSayWhatIsAccepted) {
     const char* text;
     const char* expect;
   } cases[] = {
-      {"colour:red", "key one of background_thread, max_cached_bytes, register_threads, size_classes, thread_cache"},
+      {"colour:red",
+       "key one of background_thread, max_cached_bytes, oom_snapshot, register_threads, size_classes, thread_cache"},
       {"background_thread", "expected key:value"},
       {"background_thread:maybe", "background_thread takes true or false"},
       {"size_classes:pow3", "size_classes takes pow2 or pow2x4"},
+      {"oom_snapshot:", "oom_snapshot takes a file path"},
       {"register_threads:0", "register_threads takes an integer from 1 to 64"},
       {"register_threads:4x", "register_threads takes an integer from 1 to 64"},
       {"max_cached_bytes:lots", "max_cached_bytes takes bytes"},

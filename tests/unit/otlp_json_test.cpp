@@ -69,6 +69,17 @@ TEST(OtlpJson, StatusOkHasNoMessageAndKindsAreIntegers) {
   EXPECT_EQ(span["kind"], 5);
 }
 
+TEST(OtlpJson, EventsCarryTheirTimeNameAndAttributes) {
+  gt::SpanData s = sample();
+  EXPECT_FALSE(encode_one(s).contains("events"));
+  s.events.push_back({"glassbox.host_allocator.oom", 42, {{"glassbox.size", std::int64_t{100}}}});
+  json events = encode_one(s)["events"];
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["timeUnixNano"], "42");
+  EXPECT_EQ(events[0]["name"], "glassbox.host_allocator.oom");
+  EXPECT_EQ(events[0]["attributes"][0], json({{"key", "glassbox.size"}, {"value", {{"intValue", "100"}}}}));
+}
+
 TEST(OtlpJson, StringsAreEscapedAndValidUtf8Kept) {
   gt::SpanData s = sample();
   s.name = "q\"b\\s\n\x01\x1f \xc3\xa9 \xf0\x9f\x98\x80 end";  // quote, backslash, controls, é, an emoji

@@ -4,10 +4,13 @@
 // Lock order (outer first): publish_mu; trim_mu; instance_mu; caches_mu; a thread cache's lock
 // (remote side; its owner never waits for it);
 // a pool's class lock, then its blocks_mu; slow_mu; a class record's mu.
-// events_mu and a block's lock are taken alone.
+// events_mu and oom_mu are taken alone; a block's lock is taken alone but for
+// the OOM snapshot, which takes it last, under its pool's blocks_mu (nothing
+// is taken while a block's lock is held, so that cannot deadlock).
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -21,6 +24,7 @@
 
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/host_allocator/detail/biased_lock.hpp"
+#include "glassbox/trace/span.hpp"
 #include "spin_lock.hpp"
 
 namespace glassbox::host_allocator {
@@ -47,6 +51,10 @@ struct alignas(64) Block {
   std::vector<StreamId> streams;
   int event_count = 0;
   std::uint64_t freed_tick = 0;  // when it was last freed (odd; even: set aside by process_events)
+  // For the OOM snapshot: bytes asked by its current user (atomic, as the
+  // snapshot reads it while another thread may hand the block out).
+  std::atomic<std::size_t> requested{0};
+  std::chrono::steady_clock::time_point created;
 };
 
 struct FreeList {
@@ -174,6 +182,7 @@ struct Metrics {
   metrics::Counter unrecyclable_record_failed;
   metrics::Counter unrecyclable_query_failed;
   metrics::Family<metrics::Counter>& event_errors;  // by the backend's error name
+  metrics::Counter oom;
   explicit Metrics(metrics::Registry& r);
   ClassMetrics* resolve(unsigned bucket);
   std::mutex mu;
@@ -188,7 +197,16 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   Block* take_local(BlockPool& pool, std::uint32_t cls);
   Block* take_central(BlockPool& pool, std::uint32_t cls);
   Block* create_block(std::size_t size, std::uint32_t cls, BlockPool& pool);
-  void* backend_allocate_or_retry(std::size_t size, std::size_t rounded);
+  void* backend_allocate_or_retry(std::size_t size, std::size_t rounded, trace::Span& span);
+  // Counts the out-of-memory, writes the snapshot, tells the span and the
+  // observers (oom_snapshot.cpp).
+  void on_out_of_memory(std::size_t size, std::size_t rounded, trace::Span& span);
+  // Returns the snapshot's path, or empty (and warns) when it could not be written.
+  std::string write_oom_snapshot(std::size_t size, std::size_t rounded, const HostStats& stats);
+  // Runs fn(block, in_a_thread_cache) on every block of every pool, with the
+  // block's lock held (oom_snapshot.cpp).
+  template <class Fn>
+  void for_each_block(Fn fn);
   void on_allocated(Block* b, std::size_t size, bool hit, bool captured);
   void return_free(Block* b);
   void note_cached(std::size_t bytes);                         // a block of `bytes` went into a thread cache
@@ -260,6 +278,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   std::uint64_t requested_total();
   ClassView view(std::uint32_t cls, const ClassCounts& cc);
   void add_class_stats(std::uint32_t cls, HostStats& out) const;  // see stats()
+  HostStats stats();
   void publish();
 
   std::shared_ptr<HostBackend> backend;
@@ -301,6 +320,9 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   Stat allocated_bytes;
   DurationStat host_alloc_time;
   DurationStat host_free_time;
+
+  std::mutex oom_mu;  // guards oom_observers
+  std::vector<std::function<void(const OutOfMemoryInfo&)>> oom_observers;
 
   std::once_flag background_started;
   std::atomic<bool> background_active{false};

@@ -56,6 +56,11 @@ CachingHostAllocator::CachingHostAllocator(std::shared_ptr<HostBackend> backend,
 
 CachingHostAllocator::~CachingHostAllocator() = default;
 
+void CachingHostAllocator::add_oom_observer(std::function<void(const OutOfMemoryInfo&)> observer) {
+  std::lock_guard lock(impl_->oom_mu);
+  impl_->oom_observers.push_back(std::move(observer));
+}
+
 const HostAllocatorConfig& CachingHostAllocator::config() const noexcept { return impl_->config; }
 
 std::size_t CachingHostAllocator::round_size(std::size_t size) const {
@@ -101,6 +106,7 @@ void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool h
   // allocate() returns; record_stream and free come after, in its order.
   b->allocated.store(true, std::memory_order_relaxed);
   b->captured = captured;
+  b->requested.store(size, std::memory_order_relaxed);
   ThreadCache* tc = local_cache();
   if (!hit) {
     class_counts(b->cls).misses.inc();
@@ -141,13 +147,14 @@ Block* CachingHostAllocator::Impl::take_central(BlockPool& pool, std::uint32_t c
   return b;
 }
 
-void* CachingHostAllocator::Impl::backend_allocate_or_retry(std::size_t size, std::size_t rounded) {
+void* CachingHostAllocator::Impl::backend_allocate_or_retry(std::size_t size, std::size_t rounded, trace::Span& span) {
   if (void* p = backend->allocate(rounded)) return p;
   // Out of pinned memory: what events have freed and what the cache holds
   // may be enough once handed back.
   process_events(default_pool, -1);
   empty_cache();
   if (void* p = backend->allocate(rounded)) return p;
+  on_out_of_memory(size, rounded, span);
   std::int64_t reserved, active = 0;
   {
     std::lock_guard lock(slow_mu);
@@ -172,7 +179,7 @@ Block* CachingHostAllocator::Impl::create_block(std::size_t size, std::uint32_t 
   span.set_attribute("glassbox.size", size).set_attribute("glassbox.rounded_size", rounded);
   span.set_attribute("glassbox.bucket", classes.bucket(cls));
   auto t0 = std::chrono::steady_clock::now();
-  void* ptr = backend_allocate_or_retry(size, rounded);
+  void* ptr = backend_allocate_or_retry(size, rounded, span);
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
   m.backend_alloc_seconds.observe(took.count());
 
@@ -181,6 +188,7 @@ Block* CachingHostAllocator::Impl::create_block(std::size_t size, std::uint32_t 
   b->size = rounded;
   b->cls = cls;
   b->pool = pool.id;
+  b->created = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(pool.blocks_mu);
     pool.blocks.insert(b);

@@ -1,5 +1,6 @@
 #include "glassbox/host_allocator/host_allocator_config.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -41,6 +42,15 @@ std::size_t parse_bytes(const std::string& v) {
   return static_cast<std::size_t>(n) << it->second;
 }
 
+// A file path: not empty, no control characters (a newline in a path is
+// nearly always a quoting mistake in the service's environment).
+std::string parse_path(const std::string& v) {
+  if (v.empty() || std::any_of(v.begin(), v.end(), [](unsigned char ch) { return ch < 0x20 || ch == 0x7f; })) {
+    throw std::invalid_argument(v);
+  }
+  return v;
+}
+
 const std::map<std::string, Key>& keys() {
   static const std::map<std::string, Key> k{
       {"background_thread", {"true or false", [](auto& c, auto& v) { c.background_thread = parse_bool(v); }}},
@@ -61,6 +71,9 @@ const std::map<std::string, Key>& keys() {
       {"max_cached_bytes",
        {"bytes, e.g. 1073741824, 512MiB or 8GiB (0: no cap)",
         [](auto& c, auto& v) { c.max_cached_bytes = parse_bytes(v); }}},
+      {"oom_snapshot",
+       {"a file path with no comma or control character, written on out-of-memory",
+        [](auto& c, auto& v) { c.oom_snapshot = parse_path(v); }}},
       {"thread_cache",
        {"an integer from 0 to 8", [](auto& c, auto& v) { c.thread_cache = static_cast<int>(parse_int(v, 0, 8)); }}},
   };
@@ -113,6 +126,7 @@ std::string HostAllocatorConfig::to_string() const {
     << ",size_classes:" << (size_classes == SizeClassPolicy::pow2 ? "pow2" : "pow2x4")
     << ",use_host_register:" << (use_host_register ? "true" : "false") << ",register_threads:" << register_threads
     << ",max_cached_bytes:" << max_cached_bytes << ",thread_cache:" << thread_cache;
+  if (!oom_snapshot.empty()) o << ",oom_snapshot:" << oom_snapshot;
   return o.str();
 }
 

@@ -68,8 +68,10 @@ void CachingHostAllocator::Impl::add_class_stats(std::uint32_t cls, HostStats& o
 // hold while they change a class's blocks: no block comes or goes, so the
 // classes, each read under its lock, add up to the totals, and each class's
 // active and cached blocks to the blocks it holds.
-HostStats CachingHostAllocator::stats() const {
-  Impl& a = *impl_;
+HostStats CachingHostAllocator::stats() const { return impl_->stats(); }
+
+HostStats CachingHostAllocator::Impl::stats() {
+  Impl& a = *this;
   HostStats out;
   a.with_caches_held([&] {
     std::lock_guard lock(a.slow_mu);

@@ -41,7 +41,10 @@ Metrics::Metrics(metrics::Registry& r)
       event_errors(r.counter("glassbox_host_event_errors_total",
                              "Event polls that failed, by the backend's error: each such event was dropped and its "
                              "block kept out of reuse for good",
-                             {"error"})) {}
+                             {"error"})),
+      oom(r.counter("glassbox_host_oom_total",
+                    "allocate() calls that threw OutOfMemoryError (after emptying the cache and retrying)")
+              .with()) {}
 
 ClassMetrics* Metrics::resolve(unsigned bucket) {
   std::lock_guard lock(mu);

@@ -228,6 +228,11 @@ void Span::set_status(StatusCode code, std::string_view message) {
   data_->status_message = code == StatusCode::error ? std::string(message) : std::string();
 }
 
+Span& Span::add_event(std::string_view name, std::vector<Attribute> attributes) {
+  if (data_) data_->events.push_back({std::string(name), unix_now_ns(), std::move(attributes)});
+  return *this;
+}
+
 void Span::finish() noexcept {
   data_->end_unix_ns = unix_now_ns();
   if (auto p = globals().processor.load()) p->on_end(std::move(*data_));

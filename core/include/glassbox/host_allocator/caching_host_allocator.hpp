@@ -64,6 +64,28 @@ struct HostAllocation {
   void* ctx = nullptr;
 };
 
+/// What an out-of-memory observer is told.
+struct OutOfMemoryInfo {
+  std::size_t size = 0;          ///< bytes asked
+  std::size_t rounded_size = 0;  ///< the block size it needed
+  HostStats stats;               ///< after the retry failed
+  /// The JSON snapshot written for it (config oom_snapshot), empty if none
+  /// was configured or writing it failed. Format (version 1): an object with
+  /// "version", "time_unix_ns", "request" {size, rounded_size, backend},
+  /// "config" (to_string()), "buckets" (per bucket: bucket, block_size,
+  /// blocks, bytes, and blocks by state: active, pending_event, retired,
+  /// free, of which thread_cached; requested_bytes of active blocks;
+  /// requests and cache_hits as stats()) and "blocks" (each: pool, bucket,
+  /// size, state, thread_cached, requested_bytes, streams as hex ids (those
+  /// an active block was recorded on so far; a freed block's streams live on
+  /// only as its pending_events), pending_events, age_seconds
+  /// since it was made). States:
+  /// active (handed out), pending_event (freed, waiting on events), retired
+  /// (kept out of reuse for good: used during capture, or an event failed),
+  /// free (cached).
+  std::string snapshot_path;
+};
+
 /// Defaults read the environment: `config` is HostAllocatorConfig::from_env()
 /// (GLASSBOX_HOST_ALLOC_CONF, see host_allocator_config.hpp) each time options
 /// are constructed, so an operator tunes a service's allocator without a
@@ -150,6 +172,14 @@ class CachingHostAllocator {
   /// Lowers every peak of stats() to its current value, to measure the peak
   /// of what follows.
   void reset_peak_stats();
+
+  /// Calls `observer` at each out-of-memory, just before allocate() throws
+  /// OutOfMemoryError, on the allocating thread with no allocator lock held.
+  /// An exception from it is caught and reported through Options::warn.
+  /// Each out-of-memory also counts in glassbox_host_oom_total, writes the
+  /// config's oom_snapshot, and adds a "glassbox.host_allocator.oom" event
+  /// to the slow-path span.
+  void add_oom_observer(std::function<void(const OutOfMemoryInfo&)> observer);
 
   const HostAllocatorConfig& config() const noexcept;
   /// The block size a request of `size` gets.

@@ -31,6 +31,10 @@ struct HostAllocatorConfig {
   /// re-using a size takes no shared lock; blocks up to 1 MiB only. 0
   /// disables the thread caches.
   int thread_cache = 4;
+  /// Where an out-of-memory writes a JSON snapshot of every block (format:
+  /// docs in caching_host_allocator.hpp, OutOfMemoryInfo). Empty: none.
+  /// Rewritten at each out-of-memory, so it holds the latest.
+  std::string oom_snapshot;
 
   /// Parses `text`; a bad key or value throws ConfigError naming `source`,
   /// the key, the value and what is accepted.

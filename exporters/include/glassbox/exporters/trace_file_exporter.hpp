@@ -81,6 +81,7 @@ class TraceFileExporter final : public SpanExporter {
   void write(const std::string& event);
   void report_write_failure(int err);
   void write_thread_names();
+  void write_instant(const trace::SpanEvent& e, std::uint64_t tid);
   void write_span(const trace::SpanData& span);
   void write_flow_point(std::string_view ph, const std::string& id, std::uint64_t tid, std::uint64_t unix_ns);
   void write_flows_to_children(const trace::SpanData& parent);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "glassbox/trace/attribute.hpp"
 #include "glassbox/trace/span_context.hpp"
@@ -46,6 +47,8 @@ class Span {
     return set_attribute(key, AttributeValue(static_cast<std::int64_t>(value)));
   }
   void set_status(StatusCode code, std::string_view message = {});
+  /// Records an event now, with its attributes (dropped when not recording).
+  Span& add_event(std::string_view name, std::vector<Attribute> attributes = {});
 
   /// Ends the span now; later calls do nothing.
   void end() noexcept {

@@ -14,6 +14,13 @@ enum class StatusCode : int { unset = 0, ok = 1, error = 2 };
 /// Values as OTLP numbers them (Span.SpanKind).
 enum class SpanKind : int { internal = 1, server = 2, client = 3, producer = 4, consumer = 5 };
 
+/// Something that happened at one moment during a span (OTLP Span.Event).
+struct SpanEvent {
+  std::string name;
+  std::uint64_t time_unix_ns = 0;
+  std::vector<Attribute> attributes;
+};
+
 struct SpanData {
   std::string name;
   SpanContext context;
@@ -25,6 +32,7 @@ struct SpanData {
   std::vector<Attribute> attributes;
   StatusCode status = StatusCode::unset;
   std::string status_message;
+  std::vector<SpanEvent> events;
 };
 
 }  // namespace glassbox::trace
