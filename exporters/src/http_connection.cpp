@@ -22,6 +22,9 @@ std::string explain(int status, const HttpLimits& limits) {
     case 431:
       return "the request line and headers are longer than the " + std::to_string(limits.max_header_bytes) +
              " bytes allowed (GLASSBOX_METRICS_MAX_HEADER_BYTES)";
+    case 503:
+      return "the page was not ready within " + std::to_string(limits.answer_timeout.count()) +
+             " ms (GLASSBOX_METRICS_ANSWER_TIMEOUT)";
     case 505:
       return "only HTTP/1.0 and HTTP/1.1 are served";
     default:
@@ -39,6 +42,8 @@ std::string_view to_string(Rejection r) noexcept {
       return "header_timeout";
     case Rejection::write_timeout:
       return "write_timeout";
+    case Rejection::answer_timeout:
+      return "answer_timeout";
     case Rejection::header_too_large:
       return "header_too_large";
     case Rejection::bad_request:
@@ -100,11 +105,13 @@ void HttpConnection::on_deadline(Clock::time_point now) {
   switch (state_) {
     case State::reading:
       return close(idle_ ? std::nullopt : std::optional(Rejection::header_timeout));
+    case State::answering:
+      return reply_and_close(503, Rejection::answer_timeout, now);
     case State::writing:
       return close(Rejection::write_timeout);
     case State::lingering:
       return close();
-    default:
+    case State::closed:
       return;
   }
 }
@@ -159,7 +166,7 @@ bool HttpConnection::take_head(Clock::time_point now) {
   in_.erase(0, end);  // what is left: a pipelined request
   scanner_.reset();
   state_ = State::answering;
-  deadline_ = Clock::time_point::max();
+  deadline_ = now + limits_.answer_timeout;
   return true;
 }
 

@@ -6,7 +6,7 @@
 //      |                                                  |
 //      +--malformed or oversized head: 400/431/505------->+--closing--> lingering --> closed
 //
-// Each state has one deadline (header, idle, write, linger); the loop calls
+// Each state has one deadline (header, idle, answer, write, linger); the loop calls
 // on_deadline() when it passes. Only the head of a request is read: a
 // request with a body is answered and the connection closed, so a body is
 // never parsed. Before closing after an answer the connection lingers
@@ -35,15 +35,17 @@ namespace glassbox::exporters::detail {
 enum class Rejection {
   header_timeout,
   write_timeout,
+  answer_timeout,  ///< the handler took longer than HttpLimits::answer_timeout: answered 503
   header_too_large,
   bad_request,
   tls_error,  ///< a failed handshake (a client without an accepted certificate, say) or a broken record
   max_connections,
   max_connections_per_client,
 };
-inline constexpr Rejection kAllRejections[] = {
-    Rejection::header_timeout, Rejection::write_timeout,   Rejection::header_too_large,          Rejection::bad_request,
-    Rejection::tls_error,      Rejection::max_connections, Rejection::max_connections_per_client};
+inline constexpr Rejection kAllRejections[] = {Rejection::header_timeout,  Rejection::write_timeout,
+                                               Rejection::answer_timeout,  Rejection::header_too_large,
+                                               Rejection::bad_request,     Rejection::tls_error,
+                                               Rejection::max_connections, Rejection::max_connections_per_client};
 std::string_view to_string(Rejection r) noexcept;
 
 class HttpConnection {

@@ -29,6 +29,9 @@ HttpLimits HttpLimits::from_env() {
   if (auto v = detail::env("GLASSBOX_METRICS_HEADER_TIMEOUT")) {
     l.header_timeout = detail::parse_seconds(*v, "GLASSBOX_METRICS_HEADER_TIMEOUT", 1, 3600);
   }
+  if (auto v = detail::env("GLASSBOX_METRICS_ANSWER_TIMEOUT")) {
+    l.answer_timeout = detail::parse_seconds(*v, "GLASSBOX_METRICS_ANSWER_TIMEOUT", 1, 3600);
+  }
   l.max_header_bytes =
       count_from_env("GLASSBOX_METRICS_MAX_HEADER_BYTES", kMinHeaderBytes, kMaxHeaderBytes, l.max_header_bytes);
   l.max_connections = count_from_env("GLASSBOX_METRICS_MAX_CONNECTIONS", 1, kMaxConnections, l.max_connections);
@@ -39,8 +42,9 @@ HttpLimits HttpLimits::from_env() {
 
 void HttpLimits::validate() const {
   using std::chrono::milliseconds;
-  check(header_timeout >= milliseconds(1) && idle_timeout >= milliseconds(1) && write_timeout >= milliseconds(1),
-        "header_timeout, idle_timeout and write_timeout must be at least 1 ms");
+  check(header_timeout >= milliseconds(1) && idle_timeout >= milliseconds(1) && write_timeout >= milliseconds(1) &&
+            answer_timeout >= milliseconds(1),
+        "header_timeout, idle_timeout, write_timeout and answer_timeout must be at least 1 ms");
   check(max_header_bytes >= kMinHeaderBytes && max_header_bytes <= kMaxHeaderBytes,
         "max_header_bytes must be from 1024 to 1048576, not " + std::to_string(max_header_bytes));
   check(max_connections >= 1 && max_connections <= kMaxConnections && max_connections_per_client >= 1 &&

@@ -191,7 +191,9 @@ void HttpServer::take_answers(Clock::time_point now) {
   [[maybe_unused]] ssize_t n = ::read(wake_.get(), &count, sizeof count);
   for (auto& [id, response] : worker_.take_answers()) {
     auto it = connections_.find(id);
-    if (it == connections_.end()) continue;  // closed while the worker answered
+    // Closed while the worker answered, or timed out (answered 503) and the
+    // answer came late: HttpConnection::answer drops it unless it waits for one.
+    if (it == connections_.end()) continue;
     it->second.connection->answer(response, now);
     sync(it);
   }
@@ -232,6 +234,7 @@ void HttpServer::remove(Entries::iterator it) {
   auto& [id, e] = *it;
   if (auto why = e.connection->rejection()) metrics_.rejected[static_cast<std::size_t>(*why)].inc();
   deadlines_.erase({e.deadline, id});
+  worker_.forget(id);
   if (auto c = per_client_.find(e.client); --c->second == 0) per_client_.erase(c);
   connections_.erase(it);
   metrics_.open.sub(1);

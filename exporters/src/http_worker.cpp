@@ -27,6 +27,11 @@ void HttpWorker::submit(std::uint64_t id, HttpRequest request) {
   work_.notify_one();
 }
 
+void HttpWorker::forget(std::uint64_t id) {
+  std::lock_guard lock(mu_);
+  std::erase_if(requests_, [id](const auto& queued) { return queued.first == id; });
+}
+
 std::vector<HttpWorker::Answer> HttpWorker::take_answers() {
   std::lock_guard lock(mu_);
   return std::exchange(answers_, {});

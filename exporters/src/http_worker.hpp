@@ -32,6 +32,10 @@ class HttpWorker {
 
   /// Queues `request` of connection `id`.
   void submit(std::uint64_t id, HttpRequest request);
+  /// Drops connection `id`'s request if it is still queued: the connection
+  /// closed (its client left, or it timed out behind a handler that hangs),
+  /// and making a page nobody reads would only delay the next ones.
+  void forget(std::uint64_t id);
   /// The answers ready so far, in order, each with its connection's id.
   std::vector<Answer> take_answers();
 

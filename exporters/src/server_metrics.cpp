@@ -7,8 +7,9 @@ namespace {
 std::vector<metrics::Counter> rejection_counters(metrics::Registry& registry) {
   auto& family = registry.counter(
       "glassbox_metrics_http_connections_rejected_total",
-      "Connections /metrics closed to keep serving, by reason: header_timeout, write_timeout, header_too_large "
-      "(answered 431), bad_request (400 or 505), tls_error, max_connections, max_connections_per_client.",
+      "Connections /metrics closed to keep serving, by reason: header_timeout, write_timeout, answer_timeout "
+      "(answered 503), header_too_large (answered 431), bad_request (400 or 505), tls_error, max_connections, "
+      "max_connections_per_client.",
       {"reason"});
   std::vector<metrics::Counter> out;
   for (Rejection r : kAllRejections) out.push_back(family.with({to_string(r)}));

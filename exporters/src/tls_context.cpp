@@ -148,9 +148,12 @@ void TlsContext::reload_if_changed(Clock::time_point now) {
   next_check_ = now + kCheckEvery;
   std::vector<FileStamp> current = stamps();
   if (current == loaded_) return;
-  loaded_ = std::move(current);
+  // loaded_ moves only once the files load: a failed set is tried again at the
+  // next check, since what fixes it need not change the stamps (a permission,
+  // a key rewritten in place within the clock's resolution).
   try {
     ctx_ = load(config_);
+    loaded_ = std::move(current);
     reloaded_.inc();
   } catch (const ConfigError& e) {
     reload_failed_.inc();

@@ -6,9 +6,10 @@
 // The files are read again when they change (checked when a connection
 // arrives, at most once a second), so a renewed certificate is served without
 // a restart. A set of files that does not load (say the certificate was
-// written and the key not yet) leaves the last good one in use; each attempt
-// counts in glassbox_metrics_tls_certificate_reloads_total{result}, and a
-// failure also goes to stderr. Connections keep the certificate they started
+// written and the key not yet) leaves the last good one in use and is tried
+// again at each check until it loads; each attempt counts in
+// glassbox_metrics_tls_certificate_reloads_total{result}, and a failure also
+// goes to stderr. Connections keep the certificate they started
 // with: OpenSSL reference-counts the context each session came from.
 #include <chrono>
 #include <memory>
@@ -45,7 +46,7 @@ class TlsContext {
 
   TlsConfig config_;
   std::shared_ptr<SSL_CTX> ctx_;
-  std::vector<FileStamp> loaded_;  // the files as last tried
+  std::vector<FileStamp> loaded_;  // the files as last loaded
   Clock::time_point next_check_;
   metrics::Counter reloaded_;
   metrics::Counter reload_failed_;

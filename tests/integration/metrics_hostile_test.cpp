@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -271,6 +273,70 @@ TEST(MetricsHostile, HeadersNotDoneInTimeAreCutOff) {
   EXPECT_EQ(status_of(kept.read_response(kAnswerWithin)), 200);
 }
 
+// Holds the threads that reach wait() while closed, until opened again.
+class Gate {
+ public:
+  void close() { set(false); }
+  void open() { set(true); }
+  void wait() {
+    std::unique_lock lock(mu_);
+    changed_.wait(lock, [this] { return open_; });
+  }
+
+ private:
+  void set(bool open) {
+    {
+      std::lock_guard lock(mu_);
+      open_ = open;
+    }
+    changed_.notify_all();
+  }
+  std::mutex mu_;
+  std::condition_variable changed_;
+  bool open_ = true;
+};
+
+// A handler that hangs (here a metrics collector blocked) holds no scrape
+// past the answer timeout: each gets 503 and its connection closes; the late
+// answer is dropped, and once the collector returns the server serves again.
+TEST(MetricsHostile, AHandlerThatHangsGets503AfterTheAnswerTimeout) {
+  Served s;
+  Gate gate;
+  s.registry.add_collector([&] { gate.wait(); });
+  ge::PrometheusExporter exporter(options(s, [](ge::HttpLimits& l) { l.answer_timeout = 300ms; }));
+  struct Reopen {
+    Gate& gate;
+    ~Reopen() { gate.open(); }  // before the exporter stops, whatever failed: it waits for the handler
+  } reopen{gate};
+  EXPECT_NE(ask(exporter.port(), kScrape)
+                .find("glassbox_metrics_http_connections_rejected_total{reason=\"answer_timeout\"} 0"),
+            std::string::npos)
+      << "the series is not there from the start";
+
+  gate.close();
+  const auto start = std::chrono::steady_clock::now();
+  RawConnection first(exporter.port()), second(exporter.port());  // the second waits behind the first
+  first.send(kScrape);
+  second.send(kScrape);
+  const std::string answer = first.read_response(kAnswerWithin);
+  EXPECT_EQ(status_of(answer), 503);
+  EXPECT_NE(answer.find("GLASSBOX_METRICS_ANSWER_TIMEOUT"), std::string::npos) << answer;
+  EXPECT_EQ(status_of(second.read_response(kAnswerWithin)), 503);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  EXPECT_TRUE(first.closed_within(kAnswerWithin));
+  EXPECT_TRUE(second.closed_within(kAnswerWithin));
+
+  gate.open();  // before reading the counters: a snapshot waits for the collector running
+  EXPECT_TRUE(eventually([&] { return s.rejected("answer_timeout") == 2; })) << s.rejected("answer_timeout");
+  RawConnection after(exporter.port());
+  for (int i = 0; i < 2; ++i) {  // kept alive: the late answer went to no one
+    after.send(kScrape);
+    const std::string page = after.read_response(kAnswerWithin);
+    EXPECT_EQ(status_of(page), 200);
+    EXPECT_NE(page.find("glassbox_test_requests_total 1"), std::string::npos);
+  }
+}
+
 // Five connections from 127.0.0.1 fill its cap: its sixth closes its longest
 // idle one, while 127.0.0.2, another client, takes nothing from it.
 TEST(MetricsHostile, ThePerClientCapClosesThatClientsLongestIdleConnection) {
@@ -347,18 +413,21 @@ TEST(MetricsHostile, TheCapsCloseHangingConnectionsBeforeScrapersOnes) {
 TEST(MetricsHostile, LimitsFromTheEnvironmentAndClearErrors) {
   ScopedEnv env;
   env.set("GLASSBOX_METRICS_HEADER_TIMEOUT", "3")
+      .set("GLASSBOX_METRICS_ANSWER_TIMEOUT", "4")
       .set("GLASSBOX_METRICS_MAX_CONNECTIONS", "100")
       .set("GLASSBOX_METRICS_MAX_CONNECTIONS_PER_CLIENT", "7")
       .set("GLASSBOX_METRICS_MAX_HEADER_BYTES", "8192");
   const ge::HttpLimits read = ge::PrometheusOptions::from_env().limits;
   EXPECT_EQ(read.header_timeout, 3s);
+  EXPECT_EQ(read.answer_timeout, 4s);
   EXPECT_EQ(read.max_connections, 100u);
   EXPECT_EQ(read.max_connections_per_client, 7u);
   EXPECT_EQ(read.max_header_bytes, 8192u);
   const std::pair<const char*, const char*> bad[] = {
       {"GLASSBOX_METRICS_HEADER_TIMEOUT", "0"},     {"GLASSBOX_METRICS_HEADER_TIMEOUT", "2.5"},
       {"GLASSBOX_METRICS_MAX_CONNECTIONS", "0"},    {"GLASSBOX_METRICS_MAX_CONNECTIONS_PER_CLIENT", "many"},
-      {"GLASSBOX_METRICS_MAX_HEADER_BYTES", "100"},
+      {"GLASSBOX_METRICS_MAX_HEADER_BYTES", "100"}, {"GLASSBOX_METRICS_ANSWER_TIMEOUT", "0"},
+      {"GLASSBOX_METRICS_ANSWER_TIMEOUT", "soon"},
   };
   for (auto [variable, value] : bad) {
     ScopedEnv one;
@@ -374,5 +443,7 @@ TEST(MetricsHostile, LimitsFromTheEnvironmentAndClearErrors) {
   }
   Served s;
   EXPECT_THROW(ge::PrometheusExporter(options(s, [](ge::HttpLimits& l) { l.max_connections = 0; })),
+               glassbox::ConfigError);
+  EXPECT_THROW(ge::PrometheusExporter(options(s, [](ge::HttpLimits& l) { l.answer_timeout = 0ms; })),
                glassbox::ConfigError);
 }

@@ -21,6 +21,12 @@ struct HttpLimits {
   /// Writing one answer; a client that does not read it in time is
   /// disconnected (reason `write_timeout`).
   std::chrono::milliseconds write_timeout{30'000};
+  /// From the end of a request's headers to its answer being ready. A
+  /// handler that hangs (a metrics collector blocked on a lock, say) would
+  /// otherwise hold every scraping connection; past this the client gets 503
+  /// and the connection closes (reason `answer_timeout`), and the answer, when
+  /// it comes, is dropped.
+  std::chrono::milliseconds answer_timeout{30'000};
   /// The request line and headers together; a longer head gets 431 (reason
   /// `header_too_large`).
   std::size_t max_header_bytes = 16 * 1024;
@@ -33,7 +39,8 @@ struct HttpLimits {
   std::size_t max_connections = 512;
   std::size_t max_connections_per_client = 64;
 
-  /// From GLASSBOX_METRICS_HEADER_TIMEOUT (whole seconds, 1 to 3600),
+  /// From GLASSBOX_METRICS_HEADER_TIMEOUT and
+  /// GLASSBOX_METRICS_ANSWER_TIMEOUT (whole seconds, 1 to 3600),
   /// GLASSBOX_METRICS_MAX_HEADER_BYTES (1024 to 1048576),
   /// GLASSBOX_METRICS_MAX_CONNECTIONS and
   /// GLASSBOX_METRICS_MAX_CONNECTIONS_PER_CLIENT (1 to 1000000), else the
