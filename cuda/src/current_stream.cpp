@@ -1,18 +1,11 @@
 #include "glassbox/cuda/current_stream.hpp"
 
-#include <cstddef>
-#include <string>
-#include <vector>
-
 #include "glassbox/cuda/cuda_check.hpp"
-#include "glassbox/error.hpp"
 
 namespace glassbox::cuda {
 
 namespace {
-// Grown only by set_current_stream: a thread that never sets one reads no
-// vector at all beyond its (empty) size.
-thread_local std::vector<cudaStream_t> tl_streams;
+thread_local constinit cudaStream_t tl_stream = nullptr;
 }  // namespace
 
 int current_device() {
@@ -21,23 +14,12 @@ int current_device() {
   return device;
 }
 
-cudaStream_t current_stream(int device) noexcept {
-  const auto d = static_cast<std::size_t>(device);
-  return device >= 0 && d < tl_streams.size() ? tl_streams[d] : nullptr;
-}
+cudaStream_t current_stream() noexcept { return tl_stream; }
 
-void set_current_stream(int device, cudaStream_t stream) {
-  if (device < 0)
-    throw ConfigError("set_current_stream: device " + std::to_string(device) + " is not a device index (0 or more)");
-  const auto d = static_cast<std::size_t>(device);
-  if (tl_streams.size() <= d) tl_streams.resize(d + 1, nullptr);
-  tl_streams[d] = stream;
-}
+void set_current_stream(cudaStream_t stream) noexcept { tl_stream = stream; }
 
-StreamGuard::StreamGuard(int device, cudaStream_t stream) : device_(device), previous_(current_stream(device)) {
-  set_current_stream(device, stream);
-}
+StreamGuard::StreamGuard(cudaStream_t stream) noexcept : previous_(tl_stream) { tl_stream = stream; }
 
-StreamGuard::~StreamGuard() { set_current_stream(device_, previous_); }
+StreamGuard::~StreamGuard() { tl_stream = previous_; }
 
 }  // namespace glassbox::cuda

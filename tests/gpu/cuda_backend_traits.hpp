@@ -31,6 +31,7 @@
 
 #include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/cuda/cudnn/cuda_cudnn_backend.hpp"
+#include "glassbox/cuda/current_stream.hpp"
 #include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/metrics/registry.hpp"
@@ -184,7 +185,7 @@ struct CudaHostTraits {
     host_allocator::StreamId id() const noexcept { return Backend::id(native()); }
   };
 
-  static cuda::CudaStreamGuard make_current(Stream& s) noexcept { return cuda::CudaStreamGuard(s.native()); }
+  static cuda::StreamGuard make_current(Stream& s) noexcept { return cuda::StreamGuard(s.native()); }
   /// Relaxed mode: the allocator allocates (cudaHostAlloc) during capture.
   static void begin_capture(Stream& s) {
     cuda::check_cuda(cudaStreamBeginCapture(s.native(), cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");

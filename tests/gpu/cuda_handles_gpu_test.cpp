@@ -161,7 +161,7 @@ TEST_F(GpuHandles, TheAccessorsWithoutArgumentsFollowTheCurrentDeviceAndStream) 
     return s;
   };
   {
-    gcu::StreamGuard guard(0, buf.stream);
+    gcu::StreamGuard guard(buf.stream);
     cublasHandle_t h = gh::current_cublas_handle();
     EXPECT_EQ(h, gh::current_cublas_handle(0, buf.stream));
     EXPECT_EQ(bound_stream(h), buf.stream);
@@ -169,7 +169,7 @@ TEST_F(GpuHandles, TheAccessorsWithoutArgumentsFollowTheCurrentDeviceAndStream) 
     gcu::check_cudnn(cudnnGetStream(gh::current_cudnn_handle(), &cudnn_bound), "cudnnGetStream");
     EXPECT_EQ(cudnn_bound, buf.stream);
   }
-  EXPECT_EQ(gcu::current_stream(0), nullptr);
+  EXPECT_EQ(gcu::current_stream(), nullptr);
   EXPECT_EQ(bound_stream(gh::current_cublas_handle()), nullptr);
 }
 

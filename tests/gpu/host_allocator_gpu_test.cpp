@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "glassbox/cuda/cuda_check.hpp"
+#include "glassbox/cuda/current_stream.hpp"
 #include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
 #include "glassbox/error.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
@@ -231,7 +232,7 @@ TEST_P(HostAllocatorGpuCapture, ABlockUsedDuringGraphCaptureIsNeverRecycled) {
   begin_capture();
   gha::HostAllocation a;
   {
-    gcu::CudaStreamGuard g(stream_);
+    gcu::StreamGuard g(stream_);
     a = allocator->allocate(kBytes);  // the pool has no block yet: cudaHostAlloc during the capture
     captured_copy_from(a.ptr);
     ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(stream_)));
@@ -240,7 +241,7 @@ TEST_P(HostAllocatorGpuCapture, ABlockUsedDuringGraphCaptureIsNeverRecycled) {
   EXPECT_EQ(end_capture_and_replay(), "cudaSuccess");
   allocator->end_allocate_to_pool(pool);
   {
-    gcu::CudaStreamGuard g(stream_);
+    gcu::StreamGuard g(stream_);
     allocate_to_pool(*allocator, pool);
     auto again = allocator->allocate(kBytes);  // outside capture: warns once, still the private pool
     EXPECT_NE(again.ptr, a.ptr) << "a block a graph may replay was handed out again";
@@ -265,7 +266,7 @@ TEST_P(HostAllocatorGpuCapture, TheAllocatorsDriverCallsKeepTheCaptureValid) {
     allocate_to_pool(*allocator, pool);
     begin_capture();
     {
-      gcu::CudaStreamGuard g(stream_);
+      gcu::StreamGuard g(stream_);
       auto a = allocator->allocate(kBytes);
       std::memset(a.ptr, 0x5A, kBytes);
       captured_copy_from(a.ptr);

@@ -139,10 +139,7 @@ cublasHandle_t current_cublas_handle(int device, cudaStream_t stream) {
   return cublas_slow(device, stream);
 }
 
-cublasHandle_t current_cublas_handle() {
-  const int device = cuda::current_device();
-  return current_cublas_handle(device, cuda::current_stream(device));
-}
+cublasHandle_t current_cublas_handle() { return current_cublas_handle(cuda::current_device(), cuda::current_stream()); }
 
 cublasLtHandle_t current_cublaslt_handle(int device) { return cublaslt_pool().reserve(device); }
 
@@ -153,9 +150,6 @@ cudnnHandle_t current_cudnn_handle(int device, cudaStream_t stream) {
   return cudnn_slow(device, stream);
 }
 
-cudnnHandle_t current_cudnn_handle() {
-  const int device = cuda::current_device();
-  return current_cudnn_handle(device, cuda::current_stream(device));
-}
+cudnnHandle_t current_cudnn_handle() { return current_cudnn_handle(cuda::current_device(), cuda::current_stream()); }
 
 }  // namespace glassbox::handle_pool

@@ -11,13 +11,12 @@
 #include <utility>
 
 #include "glassbox/cuda/cuda_check.hpp"
+#include "glassbox/cuda/current_stream.hpp"
 #include "glassbox/error.hpp"
 
 namespace glassbox::cuda {
 
 namespace {
-thread_local cudaStream_t tl_stream = nullptr;
-
 std::uint64_t next_backend_serial() {
   static std::atomic<std::uint64_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed);
@@ -205,8 +204,6 @@ std::size_t CudaHostBackend::events_created() const {
   return all_events_.size();
 }
 
-void CudaHostBackend::set_current_stream(cudaStream_t s) noexcept { tl_stream = s; }
-
 void* CudaHostBackend::allocate(std::size_t bytes) {
   RelaxedCaptureMode relaxed;
   if (use_host_register_) return allocate_registered(bytes);
@@ -316,7 +313,7 @@ void CudaHostBackend::release_event(host_allocator::EventId event) noexcept {
   }
 }
 
-host_allocator::StreamId CudaHostBackend::current_stream() const { return id(tl_stream); }
+host_allocator::StreamId CudaHostBackend::current_stream() const { return id(cuda::current_stream()); }
 
 // Through the driver; any failure goes to the runtime, which reports it.
 bool CudaHostBackend::is_capturing(host_allocator::StreamId stream) const {
@@ -327,9 +324,6 @@ bool CudaHostBackend::is_capturing(host_allocator::StreamId stream) const {
   }
   return runtime_is_capturing(s);
 }
-
-CudaStreamGuard::CudaStreamGuard(cudaStream_t s) noexcept : previous_(tl_stream) { tl_stream = s; }
-CudaStreamGuard::~CudaStreamGuard() { tl_stream = previous_; }
 
 host_allocator::CachingHostAllocator& cuda_host_allocator() {
   static auto* a = [] {

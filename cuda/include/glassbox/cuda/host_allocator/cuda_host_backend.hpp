@@ -25,9 +25,6 @@ class CudaHostBackend final : public host_allocator::HostBackend {
   ~CudaHostBackend() override;
 
   static host_allocator::StreamId id(cudaStream_t s) noexcept { return reinterpret_cast<host_allocator::StreamId>(s); }
-  /// The calling thread's current stream for allocations (default: the legacy default stream).
-  static void set_current_stream(cudaStream_t s) noexcept;
-
   void* allocate(std::size_t bytes) override;
   void deallocate(void* ptr, std::size_t bytes) noexcept override;
   host_allocator::EventId record_event(host_allocator::StreamId stream) override;
@@ -64,18 +61,6 @@ class CudaHostBackend final : public host_allocator::HostBackend {
   mutable std::mutex mu_;
   std::vector<std::vector<PooledEvent*>> free_events_;  // per device
   std::vector<std::unique_ptr<PooledEvent>> all_events_;
-};
-
-/// Makes `s` the calling thread's current stream for the CUDA host backend.
-class CudaStreamGuard {
- public:
-  explicit CudaStreamGuard(cudaStream_t s) noexcept;
-  ~CudaStreamGuard();
-  CudaStreamGuard(const CudaStreamGuard&) = delete;
-  CudaStreamGuard& operator=(const CudaStreamGuard&) = delete;
-
- private:
-  cudaStream_t previous_;
 };
 
 /// The process-wide pinned-memory allocator on the CUDA backend, configured
