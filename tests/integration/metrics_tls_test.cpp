@@ -94,6 +94,15 @@ void copy_over(const std::string& from, const std::string& to) {
   fs::copy_file(from, to, fs::copy_options::overwrite_existing);
 }
 
+// The files a reload test rewrites, holding the "server" pair to start with.
+struct LiveFiles {
+  explicit LiveFiles(Pki& pki) : cert(pki.path("live.crt")), key(pki.path("live.key")) {
+    copy_over(pki.path("server.crt"), cert);
+    copy_over(pki.path("server.key"), key);
+  }
+  std::string cert, key;
+};
+
 }  // namespace
 
 TEST(MetricsTls, ServesHttpsWithItsCertificateAndNothingInTheClear) {
@@ -132,9 +141,7 @@ TEST(MetricsTls, MutualTlsServesOnlyClientsWithACertificateFromTheCa) {
 TEST(MetricsTls, ChangedCertificateFilesAreReadAgain) {
   Pki pki;
   pki.issue("renewed", "ca", true);
-  const std::string cert = pki.path("live.crt"), key = pki.path("live.key");
-  copy_over(pki.path("server.crt"), cert);
-  copy_over(pki.path("server.key"), key);
+  const auto [cert, key] = LiveFiles(pki);
   Served s;
   ge::PrometheusExporter exporter(with_tls(s, {cert, key, ""}));
   EXPECT_EQ(TlsClient(exporter.port(), pki.client()).server_name(), "server");
@@ -162,9 +169,7 @@ TEST(MetricsTls, FilesThatFailedToLoadAreTriedAgain) {
   Pki pki;
   pki.issue("renewed", "ca", true);
   pki.issue("other", "ca", true);
-  const std::string cert = pki.path("live.crt"), key = pki.path("live.key");
-  copy_over(pki.path("server.crt"), cert);
-  copy_over(pki.path("server.key"), key);
+  const auto [cert, key] = LiveFiles(pki);
   Served s;
   ge::PrometheusExporter exporter(with_tls(s, {cert, key, ""}));
   EXPECT_EQ(TlsClient(exporter.port(), pki.client()).server_name(), "server");
