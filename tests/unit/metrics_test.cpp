@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -128,6 +131,112 @@ TEST(Metrics, GaugeAddsFromManyThreadsAreExact) {
     for (int i = 0; i < 100'000; ++i) g.add(1);
   });
   EXPECT_EQ(g.value(), 800'000);
+}
+
+// A thread that stays alive between steps, so its gauge cells stay live
+// (not folded at exit) while other threads set and read.
+class LiveThread {
+ public:
+  LiveThread() : thread_([this] { serve(); }) {}
+  ~LiveThread() {
+    run({});
+    thread_.join();
+  }
+  /// Runs `step` on the thread and waits for it; an empty step ends the thread.
+  void run(std::function<void()> step) {
+    std::unique_lock lock(mu_);
+    step_ = std::move(step);
+    pending_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return !pending_; });
+  }
+
+ private:
+  void serve() {
+    for (;;) {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return pending_; });
+      std::function<void()> step = std::move(step_);
+      if (step) step();
+      pending_ = false;
+      cv_.notify_all();
+      if (!step) return;
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<void()> step_;
+  bool pending_ = false;
+  std::thread thread_;
+};
+
+TEST(Metrics, GaugeSetReplacesWhatOtherThreadsAdded) {
+  gm::Registry r;
+  gm::Gauge g = r.gauge("test_gauge_set_shards", "g").with();
+  LiveThread a, b;
+  a.run([&] { g.add(5); });
+  b.run([&] { g.add(7); });
+  run_threads(1, [&](int) { g.add(11); });  // exited: its delta is folded away
+  EXPECT_EQ(g.value(), 23);
+  g.set(2);
+  EXPECT_EQ(g.value(), 2);
+  a.run([&] { g.add(1); });  // its old delta belongs to the epoch before set()
+  run_threads(1, [&](int) { g.sub(4); });
+  EXPECT_EQ(g.value(), -1);
+  b.run([&] { g.set(10); });
+  a.run([&] { g.add(3); });
+  EXPECT_EQ(g.value(), 13);
+}
+
+TEST(Metrics, GaugeHighWaterMarkCountsOtherThreadsAdds) {
+  gm::Registry r;
+  gm::Gauge g = r.gauge("test_gauge_max_shards", "g").with();
+  LiveThread a;
+  a.run([&] { g.add(10); });
+  g.set_max(5);
+  EXPECT_EQ(g.value(), 10);
+  g.set_max(12);
+  EXPECT_EQ(g.value(), 12);
+  a.run([&] { g.add(1); });
+  EXPECT_EQ(g.value(), 13);
+}
+
+// Adders, setters and readers at once (TSan runs it too). Sets write 0 or
+// 1e6; every add is +1, so any value read lies in [0, 1e6 + all adds], and
+// once all stop, the last set plus the adds after it is exact.
+TEST(Metrics, GaugeConcurrentSetAddAndReadStayConsistent) {
+  gm::Registry r;
+  gm::Gauge g = r.gauge("test_gauge_race", "g").with();
+  constexpr int kAdders = 4, kAdds = 20'000;
+  std::atomic<bool> stop{false};
+  std::atomic<int> out_of_range{0};
+  std::thread setter([&] {
+    for (int i = 0; !stop.load(); ++i) g.set(i % 2 == 0 ? 0.0 : 1e6);
+  });
+  std::thread reader([&] {
+    while (!stop.load()) {
+      double v = r.snapshot().front().series.front().value;
+      if (v < 0 || v > 1e6 + kAdders * kAdds) out_of_range.fetch_add(1);
+    }
+  });
+  std::vector<std::unique_ptr<LiveThread>> adders;
+  for (int i = 0; i < kAdders; ++i) adders.push_back(std::make_unique<LiveThread>());
+  std::vector<std::thread> drivers;
+  for (auto& a : adders) {
+    drivers.emplace_back([&] {
+      a->run([&] {
+        for (int i = 0; i < kAdds; ++i) g.add(1);
+      });
+    });
+  }
+  for (auto& d : drivers) d.join();
+  stop = true;
+  setter.join();
+  reader.join();
+  EXPECT_EQ(out_of_range.load(), 0);
+  g.set(7);
+  for (auto& a : adders) a->run([&] { g.add(1); });
+  EXPECT_EQ(g.value(), 7 + kAdders);
 }
 
 TEST(Metrics, BadNamesAreRejectedWithTheName) {

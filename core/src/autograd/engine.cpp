@@ -346,6 +346,7 @@ struct Engine::Impl {
   metrics::Registry& registry;
   EngineMetrics metrics;
   const int max_stack_depth;
+  std::atomic<int> depth_max_seen{0};  ///< deepest reentrant_depth this engine has sent to the gauge
   std::array<std::atomic<ReadyQueue*>, kMaxDevices> device_queues{};
   std::mutex workers_mu;
   std::vector<std::shared_ptr<ReadyQueue>> device_queues_owned;
@@ -390,8 +391,11 @@ TensorList Engine::Impl::run(const std::vector<Edge>& roots, TensorList grads, b
   std::uint64_t devices = compute_dependencies(*g, roots);
   add_captures(*g, outputs);
   if (!accumulate) mark_needed(*g, roots);
-  // Read first: set_max is a compare-and-swap on a line every thread shares.
-  if (depth > metrics.reentrant_depth_max.value()) metrics.reentrant_depth_max.set_max(depth);
+  // The gauge's set_max reads every thread's cells: only a new deepest for this engine goes there.
+  if (int seen = depth_max_seen.load(std::memory_order_relaxed); depth > seen) {
+    while (depth > seen && !depth_max_seen.compare_exchange_weak(seen, depth, std::memory_order_relaxed)) {}
+    metrics.reentrant_depth_max.set_max(depth);
+  }
 
   route(g, "the roots", roots, std::move(grads));
   run_owner(g);

@@ -34,12 +34,32 @@ Arena& arena() {
   return *a;
 }
 
+// Folds a gauge's (epoch, delta) into the retired pair at `id`: the newer
+// epoch wins, since a set() in it dropped every older delta. Under a.mu.
+void merge_epoch_delta(Arena& a, std::size_t id, std::uint64_t epoch, double delta) {
+  std::uint64_t& r_epoch = a.retired[id];
+  std::uint64_t& r_delta = a.retired[id + 1];
+  if (epoch > r_epoch) {
+    r_epoch = epoch;
+    r_delta = std::bit_cast<std::uint64_t>(delta);
+  } else if (epoch == r_epoch) {
+    r_delta = std::bit_cast<std::uint64_t>(std::bit_cast<double>(r_delta) + delta);
+  }
+}
+
 void fold_into_retired(Arena& a, const Chunk& chunk, std::size_t base) {
   for (std::size_t i = 0; i < kChunkCells; ++i) {
     std::uint64_t bits = chunk.cells[i].load(std::memory_order_relaxed);
+    CellKind kind = a.kinds[base + i].load(std::memory_order_acquire);
+    if (kind == CellKind::epoch) {
+      // Its own thread is exiting, so the pair is not half-written.
+      merge_epoch_delta(a, base + i, bits, std::bit_cast<double>(chunk.cells[i + 1].load(std::memory_order_relaxed)));
+      ++i;
+      continue;
+    }
     if (bits == 0) continue;
     std::uint64_t& r = a.retired[base + i];
-    if (a.kinds[base + i].load(std::memory_order_acquire) == CellKind::f64) {
+    if (kind == CellKind::f64) {
       r = std::bit_cast<std::uint64_t>(std::bit_cast<double>(r) + std::bit_cast<double>(bits));
     } else {
       r += bits;
@@ -87,6 +107,22 @@ CellId allocate_cells(std::size_t count, CellKind kind) {
   return static_cast<CellId>(first);
 }
 
+CellId allocate_epoch_pair() {
+  Arena& a = arena();
+  std::size_t next = a.next.load();
+  std::size_t first = 0;
+  do {
+    first = next + next % 2;
+    if (first + 2 > kMaxCells) {
+      throw Error("glassbox metrics: cell arena full (" + std::to_string(kMaxCells) +
+                  " cells); too many metric series were created");
+    }
+  } while (!a.next.compare_exchange_weak(next, first + 2));
+  a.kinds[first + 1].store(CellKind::f64, std::memory_order_release);
+  a.kinds[first].store(CellKind::epoch, std::memory_order_release);
+  return static_cast<CellId>(first);
+}
+
 std::atomic<std::uint64_t>* cell_slow(CellId id) {
   if (tl_exited) return nullptr;
   Arena& a = arena();
@@ -117,6 +153,12 @@ void add_after_exit_f64(CellId id, double v) {
   a.retired[id] = std::bit_cast<std::uint64_t>(std::bit_cast<double>(a.retired[id]) + v);
 }
 
+void add_after_exit_epoch(CellId id, std::uint64_t epoch, double v) {
+  Arena& a = arena();
+  std::lock_guard lock(a.mu);
+  merge_epoch_delta(a, id, epoch, v);
+}
+
 std::unique_lock<std::mutex> lock_threads() { return std::unique_lock(arena().mu); }
 
 namespace {
@@ -125,6 +167,22 @@ std::uint64_t live_bits(const ThreadCells& tc, CellId id) {
   return chunk ? chunk->cells[id % kChunkCells].load(std::memory_order_relaxed) : 0;
 }
 }  // namespace
+
+double sum_epoch_deltas(CellId id, std::uint64_t epoch) {
+  Arena& a = arena();
+  double total = a.retired[id] == epoch ? std::bit_cast<double>(a.retired[id + 1]) : 0.0;
+  for (const ThreadCells* tc : a.threads) {
+    const Chunk* chunk = tc->chunks[id / kChunkCells].load(std::memory_order_acquire);
+    if (chunk == nullptr) continue;
+    const std::atomic<std::uint64_t>& tag = chunk->cells[id % kChunkCells];
+    if (tag.load(std::memory_order_acquire) != epoch) continue;
+    double delta = std::bit_cast<double>(chunk->cells[id % kChunkCells + 1].load(std::memory_order_relaxed));
+    std::atomic_thread_fence(std::memory_order_acquire);
+    // Moved on while read: a set() ran meanwhile, and the gauge's read retries.
+    if (tag.load(std::memory_order_relaxed) == epoch) total += delta;
+  }
+  return total;
+}
 
 std::uint64_t sum_u64(CellId id) {
   Arena& a = arena();

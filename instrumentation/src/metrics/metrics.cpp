@@ -1,7 +1,10 @@
 // Metric primitives, families and the registry.
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <optional>
 #include <regex>
+#include <thread>
 
 #include "glassbox/error.hpp"
 #include "glassbox/metrics/registry.hpp"
@@ -16,6 +19,70 @@ std::uint64_t Counter::value() const {
 }
 
 void Counter::read_locked(SeriesSnapshot& out) const { out.value = static_cast<double>(detail::sum_u64(cell_)); }
+
+Gauge Gauge::create(const Config&) { return Gauge(std::make_shared<Shared>(), detail::allocate_epoch_pair()); }
+
+bool Gauge::try_set(std::uint64_t from, double v) const noexcept {
+  if (!shared_->epoch.compare_exchange_strong(from, from + 1, std::memory_order_relaxed)) return false;
+  std::atomic_thread_fence(std::memory_order_release);
+  shared_->base_bits.store(std::bit_cast<std::uint64_t>(v), std::memory_order_relaxed);
+  shared_->epoch.store(from + 2, std::memory_order_release);
+  return true;
+}
+
+void Gauge::set(double v) const noexcept {
+  for (;;) {
+    std::uint64_t e = shared_->epoch.load(std::memory_order_relaxed);
+    if (e % 2 == 0 && try_set(e, v)) return;
+    std::this_thread::yield();  // another set() is half-way: a few stores
+  }
+}
+
+namespace {
+
+// The value of a gauge at its even epoch `epoch`; nullopt when a set() ran
+// while it was read. Call under lock_threads().
+std::optional<double> read_at(const std::atomic<std::uint64_t>& epoch_word, const std::atomic<std::uint64_t>& base_bits,
+                              detail::CellId cells, std::uint64_t epoch) {
+  double base = std::bit_cast<double>(base_bits.load(std::memory_order_relaxed));
+  double deltas = detail::sum_epoch_deltas(cells, epoch);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (epoch_word.load(std::memory_order_relaxed) != epoch) return std::nullopt;
+  return base + deltas;
+}
+
+}  // namespace
+
+double Gauge::value_locked() const {
+  for (;;) {
+    std::uint64_t e = shared_->epoch.load(std::memory_order_acquire);
+    if (e % 2 == 0) {
+      if (std::optional<double> v = read_at(shared_->epoch, shared_->base_bits, cells_, e)) return *v;
+    }
+    std::this_thread::yield();
+  }
+}
+
+double Gauge::value() const {
+  auto lock = detail::lock_threads();
+  return value_locked();
+}
+
+void Gauge::set_max(double v) const {
+  for (;;) {
+    {
+      auto lock = detail::lock_threads();
+      std::uint64_t e = shared_->epoch.load(std::memory_order_acquire);
+      if (e % 2 == 0) {
+        std::optional<double> cur = read_at(shared_->epoch, shared_->base_bits, cells_, e);
+        if (cur && *cur >= v) return;
+        // Fails when a set() came between the read and here: read again.
+        if (cur && try_set(e, v)) return;
+      }
+    }
+    std::this_thread::yield();
+  }
+}
 
 UpDownCounter UpDownCounter::create(const Config&) {
   return UpDownCounter(detail::allocate_cells(1, detail::CellKind::u64));

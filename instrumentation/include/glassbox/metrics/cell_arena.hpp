@@ -1,5 +1,5 @@
 #pragma once
-// Storage behind every counter and histogram: each thread owns its own cells,
+// Storage behind every counter, histogram and gauge: each thread owns its own cells,
 // so a hot-path update is a relaxed load and store on a cache line no other
 // thread writes. A scrape sums the cells of all live threads plus what exited
 // threads left behind. Ids are never reused, so a handle stays valid for the
@@ -14,8 +14,10 @@ namespace glassbox::metrics::detail {
 
 using CellId = std::uint32_t;
 
-/// How a cell's 64 bits are summed: as an integer or as a double.
-enum class CellKind : std::uint8_t { u64, f64 };
+/// How a cell's 64 bits are summed: as an integer or as a double. `epoch`
+/// starts a gauge's pair of cells (see gauge.hpp): the epoch a thread's delta
+/// belongs to, then the delta itself (an f64 in the next cell).
+enum class CellKind : std::uint8_t { u64, f64, epoch };
 
 inline constexpr std::size_t kChunkCells = 256;
 inline constexpr std::size_t kMaxChunks = 512;
@@ -32,6 +34,13 @@ struct ThreadCells {
 /// Reserves `count` consecutive cells of one kind. Thread-safe; throws
 /// glassbox::Error when the arena is full.
 CellId allocate_cells(std::size_t count, CellKind kind);
+/// Reserves a gauge's (epoch, delta) pair at an even id, so both cells lie in
+/// one chunk and one lookup finds them.
+CellId allocate_epoch_pair();
+
+/// An epoch tag no epoch takes: a thread writes it while it moves its pair to
+/// a new epoch, so a reader never pairs the new delta with the old epoch.
+inline constexpr std::uint64_t kEpochWriting = ~std::uint64_t{0};
 
 /// Holds the thread list still, so the sums read under it see no thread fold
 /// its cells away half-way: one consistent snapshot.
@@ -40,12 +49,15 @@ CellId allocate_cells(std::size_t count, CellKind kind);
 /// Sum of a cell over all threads, live and exited. Call under lock_threads().
 std::uint64_t sum_u64(CellId id);
 double sum_f64(CellId id);
+/// Sum of the deltas of pair `id` that belong to `epoch`. Call under lock_threads().
+double sum_epoch_deltas(CellId id, std::uint64_t epoch);
 
 /// Slow path: first update on this thread, or an update after the thread's
 /// cells were folded at thread exit.
 std::atomic<std::uint64_t>* cell_slow(CellId id);
 void add_after_exit_u64(CellId id, std::uint64_t n);
 void add_after_exit_f64(CellId id, double v);
+void add_after_exit_epoch(CellId id, std::uint64_t epoch, double v);
 
 extern thread_local constinit ThreadCells* tl_cells;
 
@@ -78,6 +90,28 @@ inline void add_f64(CellId id, double v) noexcept {
   }
   double cur = std::bit_cast<double>(c->load(std::memory_order_relaxed));
   c->store(std::bit_cast<std::uint64_t>(cur + v), std::memory_order_relaxed);
+}
+
+/// Adds `v` to the calling thread's delta of pair `id` for `epoch`; a delta
+/// left from an older epoch is dropped first (a set() since has replaced it).
+inline void add_epoch_delta(CellId id, std::uint64_t epoch, double v) noexcept {
+  std::atomic<std::uint64_t>* tag = local_cell(id);
+  if (tag == nullptr) [[unlikely]] {
+    tag = cell_slow(id);
+    if (tag == nullptr) return add_after_exit_epoch(id, epoch, v);
+  }
+  std::atomic<std::uint64_t>* delta = tag + 1;
+  if (tag->load(std::memory_order_relaxed) == epoch) [[likely]] {
+    double cur = std::bit_cast<double>(delta->load(std::memory_order_relaxed));
+    delta->store(std::bit_cast<std::uint64_t>(cur + v), std::memory_order_relaxed);
+    return;
+  }
+  // A seqlock write with this thread as its only writer: readers that see
+  // the same tag before and after reading the delta read a matching pair.
+  tag->store(kEpochWriting, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  delta->store(std::bit_cast<std::uint64_t>(v), std::memory_order_relaxed);
+  tag->store(epoch, std::memory_order_release);
 }
 
 }  // namespace glassbox::metrics::detail
