@@ -1,8 +1,5 @@
 #include "glassbox/exporters/prometheus_exporter.hpp"
 
-#include <prometheus/metric_family.h>
-#include <prometheus/text_serializer.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
@@ -10,6 +7,7 @@
 
 #include "env_values.hpp"
 #include "glassbox/error.hpp"
+#include "glassbox/exporters/detail/exposition_text.hpp"
 #include "gzip.hpp"
 #include "http_router.hpp"
 #include "http_server.hpp"
@@ -20,59 +18,6 @@
 namespace glassbox::exporters {
 
 namespace {
-
-prometheus::MetricType to_prometheus(metrics::MetricType t) {
-  switch (t) {
-    case metrics::MetricType::counter:
-      return prometheus::MetricType::Counter;
-    case metrics::MetricType::gauge:
-      return prometheus::MetricType::Gauge;
-    case metrics::MetricType::histogram:
-      return prometheus::MetricType::Histogram;
-  }
-  return prometheus::MetricType::Untyped;
-}
-
-prometheus::ClientMetric::Histogram to_prometheus(const metrics::HistogramValue& h) {
-  prometheus::ClientMetric::Histogram out;
-  out.sample_count = h.count;
-  out.sample_sum = h.sum;
-  std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i < h.buckets.size(); ++i) {
-    cumulative += h.buckets[i];
-    double bound = i < h.upper_bounds.size() ? h.upper_bounds[i] : std::numeric_limits<double>::infinity();
-    out.bucket.push_back({cumulative, bound});
-  }
-  return out;
-}
-
-prometheus::ClientMetric to_prometheus(const metrics::SeriesSnapshot& s, metrics::MetricType type) {
-  prometheus::ClientMetric m;
-  for (const auto& [k, v] : s.labels) m.label.push_back({k, v});
-  switch (type) {
-    case metrics::MetricType::counter:
-      m.counter.value = s.value;
-      break;
-    case metrics::MetricType::gauge:
-      m.gauge.value = s.value;
-      break;
-    case metrics::MetricType::histogram:
-      m.histogram = to_prometheus(s.histogram);
-      break;
-  }
-  return m;
-}
-
-std::string exposition_text(const metrics::Registry& registry) {
-  std::vector<prometheus::MetricFamily> families;
-  for (const auto& f : registry.snapshot()) {
-    if (f.series.empty()) continue;  // declared, nothing recorded yet
-    prometheus::MetricFamily pf{f.name, f.help, to_prometheus(f.type), {}};
-    for (const auto& s : f.series) pf.metric.push_back(to_prometheus(s, f.type));
-    families.push_back(std::move(pf));
-  }
-  return prometheus::TextSerializer().Serialize(families);
-}
 
 constexpr const char* kExpositionType = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -97,7 +42,7 @@ bool accepts_gzip(std::string_view accept_encoding) {
 detail::HttpResponse metrics_page(const metrics::Registry& registry, const detail::HttpRequest& request) {
   detail::HttpResponse r;
   r.content_type = kExpositionType;
-  r.body = exposition_text(registry);
+  r.body = detail::exposition_text(registry.snapshot());
   if (accepts_gzip(request.header("Accept-Encoding"))) {
     r.body = detail::gzip(r.body);
     r.headers.emplace_back("Content-Encoding", "gzip");

@@ -112,6 +112,7 @@ HistogramValue Histogram::value() const {
 HistogramValue Histogram::value_locked() const {
   HistogramValue v;
   v.upper_bounds = *bounds_;
+  v.buckets.reserve(bounds_->size() + 1);
   for (std::size_t i = 0; i <= bounds_->size(); ++i) {
     v.buckets.push_back(detail::sum_u64(first_cell_ + static_cast<detail::CellId>(i)));
     v.count += v.buckets.back();
@@ -193,6 +194,7 @@ std::vector<std::string> FamilyBase::make_key(std::initializer_list<std::string_
 
 LabelPairs FamilyBase::label_pairs(const std::vector<std::string>& key) const {
   LabelPairs out;
+  out.reserve(key.size());
   for (std::size_t i = 0; i < key.size(); ++i) out.emplace_back(info_.label_names[i], key[i]);
   return out;
 }

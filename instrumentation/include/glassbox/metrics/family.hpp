@@ -70,6 +70,7 @@ class Family final : public FamilyBase {
 
   void collect_locked(FamilySnapshot& out) const override {
     std::lock_guard lock(mu_);
+    out.series.reserve(out.series.size() + index_.size());
     for (const auto& [key, i] : index_) {
       SeriesSnapshot s;
       s.labels = label_pairs(key);
