@@ -85,9 +85,13 @@ gm::SeriesSnapshot series(gm::LabelPairs labels, double value) {
 TEST(ExpositionText, MatchesPrometheusCppByteForByte) {
   const double inf = std::numeric_limits<double>::infinity();
   gm::Snapshot snap;
-  snap.push_back({"x_total", "plain help", gm::MetricType::counter,
+  snap.push_back({"x_total",
+                  "plain help",
+                  gm::MetricType::counter,
                   {series({}, 0), series({{"op", "read"}}, 12345678901234567.0)}});
-  snap.push_back({"weird_bytes", "help with \"quotes\"", gm::MetricType::gauge,
+  snap.push_back({"weird_bytes",
+                  "help with \"quotes\"",
+                  gm::MetricType::gauge,
                   {series({{"a", "quote\" back\\slash\nnl"}, {"b", ""}}, -0.1),
                    series({{"a", "x"}, {"b", "nan"}}, std::nan("")), series({{"a", "y"}, {"b", "inf"}}, inf),
                    series({{"a", "z"}, {"b", "-inf"}}, -inf), series({{"a", "w"}, {"b", "tiny"}}, 1.25e-300),

@@ -32,6 +32,30 @@ struct ThreadState {
 };
 thread_local ThreadState tl;
 
+// The next task for the queue this thread serves, kept off the queue: a node
+// that makes one successor ready on its own thread (a chain, a reentrant
+// step) hands it over here, so the common case pays no lock, heap or wake-up.
+// It runs next only while the queue is empty; otherwise it joins the queue
+// and priorities decide. Empty whenever this thread blocks or stops serving.
+thread_local std::optional<NodeTask> tl_next;
+
+// Moves the held task into `q`, for a thread about to block or stop serving it.
+void flush_next(ReadyQueue& q) {
+  if (!tl_next) return;
+  q.push(std::move(*tl_next));
+  tl_next.reset();
+}
+
+NodeTask next_task(ReadyQueue& q) {
+  if (tl_next && q.looks_empty()) {
+    NodeTask t = std::move(*tl_next);
+    tl_next.reset();
+    return t;
+  }
+  flush_next(q);
+  return q.pop();
+}
+
 // Makes the calling thread a server of `queue` for one (possibly nested) run loop.
 class ServingScope {
  public:
@@ -235,7 +259,12 @@ struct Engine::Impl {
       buffer.add(e.input_nr, std::move(grads[i]));
       ReadyQueue& q = queue_for(g, fn->device());
       g.outstanding.fetch_add(1, std::memory_order_relaxed);
-      q.push(NodeTask::run(gp, e.function, std::move(buffer)));
+      NodeTask task = NodeTask::run(gp, e.function, std::move(buffer));
+      if (&q == tl.queue.get() && !tl_next) {
+        tl_next.emplace(std::move(task));
+      } else {
+        q.push(std::move(task));
+      }
     }
   }
 
@@ -300,10 +329,11 @@ struct Engine::Impl {
 
   void run_until(const GraphTask* g, ReadyQueue& q) {
     while (g == nullptr || !g->done()) {
-      NodeTask t = q.pop();
+      NodeTask t = next_task(q);
       if (t.kind == NodeTask::Kind::shutdown) return;
       if (t.kind == NodeTask::Kind::run) process(t, q);
     }
+    flush_next(q);  // another task's node, made ready by one this loop ran
   }
 
   // Serves the owner's queue until `g` is done: on this thread, or on a pool
@@ -314,6 +344,7 @@ struct Engine::Impl {
       run_until(g.get(), *g->cpu_queue);
       return;
     }
+    flush_next(*g->cpu_queue);  // the pool thread serves the queue from here
     std::promise<void> finished;
     pool.submit([this, &g, &finished] {
       {

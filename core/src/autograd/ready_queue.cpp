@@ -32,6 +32,7 @@ void ReadyQueue::push(NodeTask task) {
     std::lock_guard lock(mu_);
     heap_.push_back(std::move(task));
     std::push_heap(heap_.begin(), heap_.end(), lower_priority);
+    size_.store(heap_.size(), std::memory_order_relaxed);
   }
   cv_.notify_one();
 }
@@ -42,6 +43,7 @@ NodeTask ReadyQueue::pop() {
   std::pop_heap(heap_.begin(), heap_.end(), lower_priority);
   NodeTask task = std::move(heap_.back());
   heap_.pop_back();
+  size_.store(heap_.size(), std::memory_order_relaxed);
   lock.unlock();
   if (task.kind == NodeTask::Kind::run) metrics_.queue_depth.add(-1);
   return task;

@@ -4,7 +4,9 @@
 // (so a nested backward finishes and unblocks its parent), then higher
 // sequence numbers.
 // Thread-safety: push and pop from any threads.
+#include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -45,12 +47,16 @@ class ReadyQueue {
   /// Blocks until a task is there.
   NodeTask pop();
   const DeviceMetrics& metrics() const noexcept { return metrics_; }
+  /// Whether no task is held, without the lock: a push racing with it may or
+  /// may not be seen, as if it came just after.
+  bool looks_empty() const noexcept { return size_.load(std::memory_order_relaxed) == 0; }
 
  private:
   DeviceMetrics metrics_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<NodeTask> heap_;
+  std::atomic<std::size_t> size_{0};  ///< heap_.size(), written under mu_
 };
 
 }  // namespace glassbox::autograd
