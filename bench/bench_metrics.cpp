@@ -1,5 +1,5 @@
 // Hot-path cost of metric updates, and whether it scales with threads:
-// counters and histograms write per-thread cells, gauges one shared atomic.
+// counters, histograms and gauges write per-thread cells.
 // Plus the cost of a scrape, which is what pays for the per-thread cells.
 #include <benchmark/benchmark.h>
 

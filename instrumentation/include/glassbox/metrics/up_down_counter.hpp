@@ -1,8 +1,9 @@
 #pragma once
 // A count that goes up and down on hot paths (blocks active, events pending),
-// exposed as a Prometheus gauge. Unlike Gauge, each thread adds to its own
-// cell, so threads never share a cache line; the value is the sum of all
-// cells (a thread may hold a negative share when it frees what another took).
+// exposed as a Prometheus gauge. Each thread adds to its own cell, so threads
+// never share a cache line; the value is the sum of all cells (a thread may
+// hold a negative share when it frees what another took). A Gauge adds the
+// same way but can also be set, which costs it an epoch check per add.
 #include <cstdint>
 
 #include "glassbox/metrics/cell_arena.hpp"
