@@ -237,6 +237,10 @@ struct Engine::Impl {
   void route(const std::shared_ptr<GraphTask>& gp, const char* from, const std::vector<Edge>& edges,
              TensorList&& grads) {
     GraphTask& g = *gp;
+    // Only a node's one successor for this thread's own queue goes to
+    // tl_next; a second sends both to the queue, where priorities order them.
+    bool slotted = false;
+    bool several = false;
     std::lock_guard lock(g.mu);
     for (std::size_t i = 0; i < edges.size(); ++i) {
       const Edge& e = edges[i];
@@ -260,11 +264,16 @@ struct Engine::Impl {
       ReadyQueue& q = queue_for(g, fn->device());
       g.outstanding.fetch_add(1, std::memory_order_relaxed);
       NodeTask task = NodeTask::run(gp, e.function, std::move(buffer));
-      if (&q == tl.queue.get() && !tl_next) {
-        tl_next.emplace(std::move(task));
-      } else {
-        q.push(std::move(task));
+      if (&q == tl.queue.get() && !several) {
+        if (!tl_next) {
+          tl_next.emplace(std::move(task));
+          slotted = true;
+          continue;
+        }
+        if (slotted) flush_next(q);
+        several = true;
       }
+      q.push(std::move(task));
     }
   }
 
