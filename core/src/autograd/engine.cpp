@@ -33,7 +33,7 @@ struct ThreadState {
 thread_local ThreadState tl;
 
 // The next task for the queue this thread serves, kept off the queue: a node
-// that makes one successor ready on its own thread (a chain, a reentrant
+// that has one edge and makes its successor ready on its own thread (a chain, a reentrant
 // step) hands it over here, so the common case pays no lock, heap or wake-up.
 // It runs next only while the queue is empty; otherwise it joins the queue
 // and priorities decide. Empty whenever this thread blocks or stops serving.
@@ -237,10 +237,10 @@ struct Engine::Impl {
   void route(const std::shared_ptr<GraphTask>& gp, const char* from, const std::vector<Edge>& edges,
              TensorList&& grads) {
     GraphTask& g = *gp;
-    // Only a node's one successor for this thread's own queue goes to
-    // tl_next; a second sends both to the queue, where priorities order them.
-    bool slotted = false;
-    bool several = false;
+    // Only a node with one edge hands its successor over in tl_next: with
+    // several (a fan-in's add), the ready ones meet in the queue, where
+    // priorities order them, with no detour through the slot.
+    const bool sole_successor = edges.size() == 1;
     std::lock_guard lock(g.mu);
     for (std::size_t i = 0; i < edges.size(); ++i) {
       const Edge& e = edges[i];
@@ -264,16 +264,11 @@ struct Engine::Impl {
       ReadyQueue& q = queue_for(g, fn->device());
       g.outstanding.fetch_add(1, std::memory_order_relaxed);
       NodeTask task = NodeTask::run(gp, e.function, std::move(buffer));
-      if (&q == tl.queue.get() && !several) {
-        if (!tl_next) {
-          tl_next.emplace(std::move(task));
-          slotted = true;
-          continue;
-        }
-        if (slotted) flush_next(q);
-        several = true;
+      if (sole_successor && &q == tl.queue.get() && !tl_next) {
+        tl_next.emplace(std::move(task));
+      } else {
+        q.push(std::move(task));
       }
-      q.push(std::move(task));
     }
   }
 
