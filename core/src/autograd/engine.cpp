@@ -252,22 +252,23 @@ struct Engine::Impl {
                     ": the graph changed while backward ran over it");
       }
       if (--*dep > 0) {
-        g.not_ready.try_emplace(fn, fn->num_inputs()).first->second.add(e.input_nr, std::move(grads[i]));
+        auto [waiting, first] = g.not_ready.try_emplace(fn);
+        if (first) *waiting = InputBuffer(fn->num_inputs());
+        waiting->add(e.input_nr, std::move(grads[i]));
         continue;
       }
-      InputBuffer buffer(fn->num_inputs());
-      if (auto waiting = g.not_ready.find(fn); waiting != g.not_ready.end()) {
-        buffer = std::move(waiting->second);
-        g.not_ready.erase(waiting);
-      }
+      // Moved out, not erased (a node becomes ready once per graph task), so
+      // an emptied buffer is as good as none.
+      InputBuffer* waiting = g.not_ready.find(fn);
+      InputBuffer buffer =
+          waiting && waiting->slots() != 0 ? std::move(*waiting) : InputBuffer(fn->num_inputs());
       buffer.add(e.input_nr, std::move(grads[i]));
       ReadyQueue& q = queue_for(g, fn->device());
       g.outstanding.fetch_add(1, std::memory_order_relaxed);
-      NodeTask task = NodeTask::run(gp, e.function, std::move(buffer));
       if (sole_successor && &q == tl.queue.get() && !tl_next) {
-        tl_next.emplace(std::move(task));
+        tl_next.emplace(NodeTask::run(gp, e.function, std::move(buffer)));
       } else {
-        q.push(std::move(task));
+        q.push(NodeTask::run(gp, e.function, std::move(buffer)));
       }
     }
   }

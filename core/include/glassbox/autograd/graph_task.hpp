@@ -14,7 +14,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -75,7 +74,9 @@ class GraphTask {
   std::mutex mu;
   // guarded by mu:
   NodeMap<int> dependencies;
-  std::unordered_map<const Node*, InputBuffer> not_ready;
+  /// Gradients gathered for nodes still waiting for more; a node's buffer is
+  /// moved out when it becomes ready.
+  NodeMap<InputBuffer> not_ready;
   InputBuffer captured;  ///< one slot per output edge
   std::exception_ptr error;
   std::vector<std::function<void()>> final_callbacks;

@@ -18,6 +18,8 @@ class InputBuffer {
   /// tensor or its data. An undefined `grad` adds nothing.
   void add(std::uint32_t slot, Tensor&& grad);
   TensorList take() && { return std::move(grads_); }
+  /// Input slots; 0 once moved from.
+  std::size_t slots() const noexcept { return grads_.size(); }
 
  private:
   TensorList grads_;
