@@ -39,20 +39,22 @@ thread_local ThreadState tl;
 // and priorities decide. Empty whenever this thread blocks or stops serving.
 thread_local std::optional<NodeTask> tl_next;
 
-// Moves the held task into `q`, for a thread about to block or stop serving it.
-void flush_next(ReadyQueue& q) {
-  if (!tl_next) return;
-  q.push(std::move(*tl_next));
-  tl_next.reset();
+// Moves the held task into `q`, for a thread about to block or stop serving
+// it. `next` is tl_next, looked up once by the caller: a thread_local in
+// position-independent code costs a call to find.
+void flush_next(ReadyQueue& q, std::optional<NodeTask>& next = tl_next) {
+  if (!next) return;
+  q.push(std::move(*next));
+  next.reset();
 }
 
-NodeTask next_task(ReadyQueue& q) {
-  if (tl_next && q.looks_empty()) {
-    NodeTask t = std::move(*tl_next);
-    tl_next.reset();
+NodeTask next_task(ReadyQueue& q, std::optional<NodeTask>& next) {
+  if (next && q.looks_empty()) {
+    NodeTask t = std::move(*next);
+    next.reset();
     return t;
   }
-  flush_next(q);
+  flush_next(q, next);
   return q.pop();
 }
 
@@ -260,8 +262,7 @@ struct Engine::Impl {
       // Moved out, not erased (a node becomes ready once per graph task), so
       // an emptied buffer is as good as none.
       InputBuffer* waiting = g.not_ready.find(fn);
-      InputBuffer buffer =
-          waiting && waiting->slots() != 0 ? std::move(*waiting) : InputBuffer(fn->num_inputs());
+      InputBuffer buffer = waiting && waiting->slots() != 0 ? std::move(*waiting) : InputBuffer(fn->num_inputs());
       buffer.add(e.input_nr, std::move(grads[i]));
       ReadyQueue& q = queue_for(g, fn->device());
       g.outstanding.fetch_add(1, std::memory_order_relaxed);
@@ -333,12 +334,13 @@ struct Engine::Impl {
   }
 
   void run_until(const GraphTask* g, ReadyQueue& q) {
+    std::optional<NodeTask>& next = tl_next;
     while (g == nullptr || !g->done()) {
-      NodeTask t = next_task(q);
+      NodeTask t = next_task(q, next);
       if (t.kind == NodeTask::Kind::shutdown) return;
       if (t.kind == NodeTask::Kind::run) process(t, q);
     }
-    flush_next(q);  // another task's node, made ready by one this loop ran
+    flush_next(q, next);  // another task's node, made ready by one this loop ran
   }
 
   // Serves the owner's queue until `g` is done: on this thread, or on a pool
