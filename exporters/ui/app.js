@@ -8,7 +8,7 @@
 (function () {
   const RATE_WINDOW_MS = 10000;  // counters' rates and histograms' quantiles span this
   const SVG_NS = 'http://www.w3.org/2000/svg';
-  const PLOT = { left: 62, right: 10, top: 10, bottom: 22, height: 170 };
+  const PLOT = { left: 62, right: 10, top: 18, bottom: 22, height: 180 };
 
   // What each part shows. A series reads `gauge` (summed), `rate` (a counter),
   // `ratio` (two counters' rates) or `histogram` (a quantile), optionally split
@@ -237,6 +237,7 @@
   // ---- formatting --------------------------------------------------------
 
   function scaled(v, steps, base) {
+    v = Number(v.toPrecision(12));  // 1e-7 / 1e-9 is 100, not 99.99999999999999
     let i = 0;
     while (Math.abs(v) >= base && i < steps.length - 1) {
       v /= base;
@@ -250,7 +251,7 @@
     if (!Number.isFinite(v)) return '–';
     switch (unit) {
       case 'bytes': return scaled(v, [' B', ' KiB', ' MiB', ' GiB', ' TiB'], 1024);
-      case 'ratio': return (v * 100).toFixed(v === 1 || v === 0 ? 0 : 1) + ' %';
+      case 'ratio': return +(v * 100).toFixed(1) + ' %';
       case 'seconds': {
         if (v === 0) return '0 s';
         const units = [[1, ' s'], [1e-3, ' ms'], [1e-6, ' µs'], [1e-9, ' ns']];
@@ -309,7 +310,7 @@
       this.svg = svg('svg', { role: 'img', 'aria-label': spec.title }, card);
       this.axes = svg('g', {}, this.svg);
       this.lines = svg('g', {}, this.svg);
-      this.unitLabel = svg('text', { x: 4, y: 10 }, this.svg);
+      this.unitLabel = svg('text', { x: 2, y: 10, class: 'unit' }, this.svg);
       this.unitLabel.textContent = spec.unit === 'ratio' ? 'hit ratio' : spec.unit;
       this.legend = element('ul', 'legend', card);
       this.empty = element('p', 'empty', card, 'no samples yet (the family is not in the scrape)');
@@ -426,6 +427,7 @@
   const main = document.getElementById('parts');
   for (const part of PARTS) {
     const section = element('section', 'part', main);
+    section.style.setProperty('--charts', part.charts.length);
     element('h2', '', section, part.title);
     const grid = element('div', 'charts', section);
     for (const spec of part.charts) charts.push(new Chart(spec, grid));
