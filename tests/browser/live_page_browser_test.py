@@ -105,7 +105,8 @@ class DevTools:
             if value:
                 return value
             time.sleep(0.2)
-        raise RuntimeError(f"timed out after {timeout} s waiting for {what} ({expression})")
+        status = self.evaluate("(document.getElementById('status') || {}).textContent")
+        raise RuntimeError(f"timed out after {timeout} s waiting for {what} ({expression}); the page says: {status}")
 
 
 def start_demo(demo, trace_file):
