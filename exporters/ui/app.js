@@ -13,51 +13,35 @@
   // What each part shows. A series reads `gauge` (summed), `rate` (a counter),
   // `ratio` (two counters' rates) or `histogram` (a quantile), optionally split
   // by one label (`by`); `{by}` in the label is that label's value.
+  const gauge = (label, family, more) => ({ label, gauge: family, ...more });
+  const rate = (label, family, more) => ({ label, rate: family, ...more });
+  const quantile = (q, family, more) => ({ label: `p${q * 100}`, histogram: family, q, ...more });
+  const chart = (id, title, unit, ...series) => ({ id, title, unit, series });
+  const part = (title, ...charts) => ({ title, charts });
   const PARTS = [
-    {
-      title: 'Caching pinned-host allocator',
-      charts: [
-        { id: 'host-bytes', title: 'Pinned host memory', unit: 'bytes', series: [
-          { label: 'reserved', gauge: 'glassbox_host_memory_reserved_bytes' },
-          { label: 'active', gauge: 'glassbox_host_memory_active_bytes' },
-          { label: 'cached', gauge: 'glassbox_host_memory_cached_bytes' }] },
-        { id: 'host-hit-ratio', title: 'Cache hit ratio', unit: 'ratio', series: [
-          { label: 'hits / requests', ratio: ['glassbox_host_alloc_cache_hits_total',
-            'glassbox_host_alloc_requests_total'] }] },
-        { id: 'host-backlog', title: 'Event backlog', unit: 'events', series: [
-          { label: 'events pending', gauge: 'glassbox_host_pending_events' }] }]
-    },
-    {
-      title: 'cuBLAS / cuBLASLt / cuDNN handle pool',
-      charts: [
-        { id: 'handles', title: 'Handles in use against the high-water mark', unit: 'handles', series: [
-          { label: '{by} in use', gauge: 'glassbox_handles_in_use', by: 'library' },
-          { label: '{by} high-water', gauge: 'glassbox_handles_high_water_mark', by: 'library', dashed: true }] }]
-    },
-    {
-      title: 'cuDNN state wrapper',
-      charts: [
-        { id: 'cudnn-executions', title: 'State executions', unit: 'per second', series: [
-          { label: 'executions', rate: 'glassbox_cudnn_state_executions_total' }] },
-        { id: 'cudnn-wait', title: 'Lock wait, p99', unit: 'seconds', series: [
-          { label: 'p99', histogram: 'glassbox_cudnn_state_wait_seconds', q: 0.99 }] }]
-    },
-    {
-      title: 'Reentrant backward engine',
-      charts: [
-        { id: 'backward-seconds', title: 'Backward pass duration', unit: 'seconds', series: [
-          { label: 'p50', histogram: 'glassbox_autograd_backward_seconds', q: 0.5 },
-          { label: 'p99', histogram: 'glassbox_autograd_backward_seconds', q: 0.99, dashed: true }] },
-        { id: 'autograd-nodes', title: 'Nodes executed', unit: 'per second', series: [
-          { label: 'nodes', rate: 'glassbox_autograd_nodes_executed_total' }] }]
-    },
-    {
-      title: 'Span exporters',
-      charts: [
-        { id: 'spans', title: 'Spans exported and dropped', unit: 'per second', series: [
-          { label: '{by} exported', rate: 'glassbox_spans_exported_total', by: 'exporter' },
-          { label: '{by} dropped', rate: 'glassbox_spans_dropped_total', by: 'exporter', dashed: true }] }]
-    }
+    part('Caching pinned-host allocator',
+      chart('host-bytes', 'Pinned host memory', 'bytes', gauge('reserved', 'glassbox_host_memory_reserved_bytes'),
+        gauge('active', 'glassbox_host_memory_active_bytes'), gauge('cached', 'glassbox_host_memory_cached_bytes')),
+      chart('host-hit-ratio', 'Cache hit ratio', 'ratio', { label: 'hits / requests',
+        ratio: ['glassbox_host_alloc_cache_hits_total', 'glassbox_host_alloc_requests_total'] }),
+      chart('host-backlog', 'Event backlog', 'events', gauge('events pending', 'glassbox_host_pending_events'))),
+    part('cuBLAS / cuBLASLt / cuDNN handle pool',
+      chart('handles', 'Handles in use against the high-water mark', 'handles',
+        gauge('{by} in use', 'glassbox_handles_in_use', { by: 'library' }),
+        gauge('{by} high-water', 'glassbox_handles_high_water_mark', { by: 'library', dashed: true }))),
+    part('cuDNN state wrapper',
+      chart('cudnn-executions', 'State executions', 'per second',
+        rate('executions', 'glassbox_cudnn_state_executions_total')),
+      chart('cudnn-wait', 'Lock wait, p99', 'seconds', quantile(0.99, 'glassbox_cudnn_state_wait_seconds'))),
+    part('Reentrant backward engine',
+      chart('backward-seconds', 'Backward pass duration', 'seconds',
+        quantile(0.5, 'glassbox_autograd_backward_seconds'),
+        quantile(0.99, 'glassbox_autograd_backward_seconds', { dashed: true })),
+      chart('autograd-nodes', 'Nodes executed', 'per second', rate('nodes', 'glassbox_autograd_nodes_executed_total'))),
+    part('Span exporters',
+      chart('spans', 'Spans exported and dropped', 'per second',
+        rate('{by} exported', 'glassbox_spans_exported_total', { by: 'exporter' }),
+        rate('{by} dropped', 'glassbox_spans_dropped_total', { by: 'exporter', dashed: true })))
   ];
 
   // ?interval=MS and ?window=S, within bounds; a bad value is named on the page.
@@ -173,7 +157,7 @@
   }
 
   // Prometheus's histogram_quantile over cumulative counts by upper bound.
-  function quantile(q, counts) {
+  function histogramQuantile(q, counts) {
     const bounds = [...counts.keys()].sort((a, b) => a - b);
     const total = counts.get(Infinity);
     if (!(total > 0)) return NaN;
@@ -205,7 +189,7 @@
       const requests = increase(current[1], before ? before[1] : 0);
       return requests > 0 ? increase(current[0], before ? before[0] : 0) / requests : NaN;
     }
-    return quantile(def.q, bucketIncrease(current, before));
+    return histogramQuantile(def.q, bucketIncrease(current, before));
   }
 
   // ---- fixed-size history per series -------------------------------------
