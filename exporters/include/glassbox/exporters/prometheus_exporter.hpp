@@ -61,8 +61,8 @@ struct PrometheusOptions {
   /// tls from TlsConfig::from_env(), limits from HttpLimits::from_env(),
   /// allow_unauthenticated from GLASSBOX_METRICS_ALLOW_UNAUTHENTICATED
   /// (true|false), live_page from GLASSBOX_METRICS_UI (true|false), else the
-  /// defaults. A malformed value throws ConfigError
-  /// naming the variable and the accepted form.
+  /// defaults. A malformed value throws ConfigError naming the variable and
+  /// the accepted form.
   static PrometheusOptions from_env();
 };
 
