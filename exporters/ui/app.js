@@ -427,8 +427,10 @@
 
   // Frames within the rate window: the base of each rate and quantile.
   const frames = [];
-  // Read by people (the status line) and by the browser test.
-  const state = window.glassboxLivePage = { polls: 0, failures: 0, lastError: '', intervalMs, windowMs };
+  // Read by people (the status line) and by the browser test, which also
+  // checks the arithmetic on inputs whose answers it knows.
+  const state = window.glassboxLivePage = { polls: 0, failures: 0, lastError: '', intervalMs, windowMs,
+    math: { parseExposition, histogramQuantile, increase, format } };
 
   function record(text, t) {
     const scrape = parseExposition(text, wanted);

@@ -187,6 +187,34 @@ def shown_values(tab):
           metric: v.dataset.metric, group: v.dataset.group, value: Number(v.dataset.value)}))})""")
 
 
+def check_arithmetic(tab):
+    """The page's own parser, quantile, rate and units on inputs whose answers
+    are known (Prometheus's histogram_quantile gives the same)."""
+    got = tab.evaluate(r"""(() => {
+      const m = window.glassboxLivePage.math;
+      const text = '# HELP x_bucket\nx_bucket{a="q\\"uote",le="0.1"} 10\nx_bucket{le="+Inf",a="b"} 20\n' +
+                   'y 7 1700000000000\nz{} NaN\n';
+      const parsed = m.parseExposition(text, new Set(['x_bucket', 'y']));
+      const rows = parsed.get('x_bucket');
+      const q = (qq, pairs) => m.histogramQuantile(qq, new Map(pairs));
+      return {
+        labels: rows[0].labels.a, inf: rows[1].labels.le, y: parsed.get('y')[0].value, skipped: parsed.has('z'),
+        p50: q(0.5, [[0.1, 10], [0.2, 20], [Infinity, 20]]),
+        p99: q(0.99, [[0.1, 10], [0.2, 20], [Infinity, 20]]),
+        inInf: q(0.9, [[0.1, 5], [Infinity, 10]]),
+        empty: String(q(0.5, [[0.1, 0], [Infinity, 0]])),
+        restart: m.increase(3, 10), grown: m.increase(15, 10),
+        units: [m.format(3 * 1024 * 1024, 'bytes'), m.format(0.00025, 'seconds'), m.format(1500, 'per second'),
+                m.format(0.987, 'ratio')]
+      };
+    })()""")
+    want = {"labels": 'q"uote', "inf": "+Inf", "y": 7, "skipped": False, "p50": 0.1, "p99": 0.198, "inInf": 0.1,
+            "empty": "NaN", "restart": 3, "grown": 5, "units": ["3 MiB", "250 µs", "1.50k/s", "98.7 %"]}
+    for key, value in want.items():
+        ok = abs(got[key] - value) < 1e-9 if isinstance(value, float) else got[key] == value
+        check(ok, f"arithmetic {key}: {got[key]!r} (expected {value!r})")
+
+
 def check_value_against_scrape(tab, origin, metric, group_label):
     """The page's latest value of `metric` (per `group_label` value, or summed)
     brackets a scrape taken between two of its polls."""
@@ -258,6 +286,7 @@ def run(demo, out_dir, chromium):
         for chart in CHARTS:
             check(points.get(chart, 0) >= 2, f"chart {chart} drew {points.get(chart, 0)} points")
 
+        check_arithmetic(tab)
         check_value_against_scrape(tab, page_url, "glassbox_host_memory_reserved_bytes", None)
         check_value_against_scrape(tab, page_url, "glassbox_handles_high_water_mark", "library")
 
