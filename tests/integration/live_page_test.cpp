@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <map>
 #include <regex>
 
 #include "glassbox/error.hpp"
 #include "glassbox/exporters/prometheus_exporter.hpp"
 #include "glassbox/metrics/registry.hpp"
+#include "metric_families.hpp"
 #include "scoped_env.hpp"
 
 namespace ge = glassbox::exporters;
@@ -48,17 +50,30 @@ TEST(LivePage, SlashServesOneSelfContainedHtmlPageUnder200KB) {
   EXPECT_NE(policy.find("connect-src 'self'"), std::string::npos) << policy;
 }
 
-TEST(LivePage, TheMetricFamiliesItDrawsAreTheOnesTheLibrariesRegister) {
+// Each chart reads a family the libraries register, with the type its
+// reading needs: a gauge as is, a counter as a rate or ratio, a histogram as
+// a quantile. A renamed family cannot leave a chart silently empty.
+TEST(LivePage, EveryFamilyItDrawsIsRegisteredWithTheTypeItReadsItAs) {
   gm::Registry registry;
   ge::PrometheusExporter exporter({"127.0.0.1:0", &registry});
   const std::string page = get(exporter, "/")->body;
-  for (const char* family :
-       {"glassbox_host_memory_reserved_bytes", "glassbox_host_memory_active_bytes", "glassbox_host_memory_cached_bytes",
-        "glassbox_host_alloc_cache_hits_total", "glassbox_host_alloc_requests_total", "glassbox_host_pending_events",
-        "glassbox_handles_in_use", "glassbox_handles_high_water_mark", "glassbox_cudnn_state_executions_total",
-        "glassbox_cudnn_state_wait_seconds", "glassbox_autograd_backward_seconds",
-        "glassbox_autograd_nodes_executed_total", "glassbox_spans_exported_total", "glassbox_spans_dropped_total"}) {
-    EXPECT_NE(page.find(std::string("'") + family + "'"), std::string::npos) << family;
+  const auto& families = glassbox::testing::families_in_code();
+  static const std::regex use(R"re(\b(gauge|rate|quantile)\((?:'[^']*'|[0-9.]+), '(glassbox_[a-z0-9_]+)')re");
+  std::map<std::string, int> read_as{{"gauge", 0}, {"rate", 0}, {"quantile", 0}};
+  for (std::sregex_iterator m(page.begin(), page.end(), use), end; m != end; ++m) {
+    const std::string how = (*m)[1], family = (*m)[2];
+    const std::string needs = how == "gauge" ? "gauge" : how == "quantile" ? "histogram" : "counter";
+    ASSERT_TRUE(families.count(family)) << family << " (read as " << how << ") is not registered by the libraries";
+    EXPECT_EQ(families.at(family), needs) << family << " is read as a " << how;
+    ++read_as[how];
+  }
+  // Pinned bytes, backlog, handles; executions, nodes, spans; lock wait, backward.
+  EXPECT_EQ(read_as["gauge"], 6);
+  EXPECT_EQ(read_as["rate"], 4);
+  EXPECT_EQ(read_as["quantile"], 3);
+  for (const char* counter : {"glassbox_host_alloc_cache_hits_total", "glassbox_host_alloc_requests_total"}) {
+    EXPECT_NE(page.find(std::string("'") + counter + "'"), std::string::npos) << counter;
+    EXPECT_EQ(families.at(counter), "counter") << counter << ": the hit ratio reads two counters";
   }
 }
 
