@@ -436,7 +436,7 @@
     const scrape = parseExposition(text, wanted);
     const frame = { t, raw: new Map(defs.map((d) => [d, raw(d, scrape)])) };
     while (frames.length > 1 && frames[1].t <= t - RATE_WINDOW_MS) frames.shift();
-    const base = frames.length && frames[0].t <= t - Math.min(RATE_WINDOW_MS, intervalMs / 2) ? frames[0] : undefined;
+    const base = frames[0];  // the last frame at least RATE_WINDOW_MS old, else the oldest; none at first
     frames.push(frame);
     for (const chart of charts) {
       chart.add(frame, base);
