@@ -98,7 +98,7 @@ TEST(CudnnAlgorithmCache, ZeroCapacityIsRefusedNamingTheCache) {
 }
 
 TEST(CudnnAlgorithmCache, ThreadsSharingKeysAllGetTheAnswerAndEntriesStayCounted) {
-  constexpr int kThreads = 8, kKeys = 16, kRounds = 200;
+  constexpr int kThreads = 8, kKeys = 16, kRounds = 20000;
   Counted c(kKeys / 2);  // smaller than the keys in use: evictions race with hits
   std::barrier start(kThreads);
   std::atomic<int> wrong{0};
