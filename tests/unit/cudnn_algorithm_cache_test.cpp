@@ -116,8 +116,9 @@ TEST(CudnnAlgorithmCache, ThreadsSharingKeysAllGetTheAnswerAndEntriesStayCounted
   EXPECT_EQ(wrong, 0);
   EXPECT_LE(c.cache.size(), static_cast<std::size_t>(kKeys / 2));
   EXPECT_EQ(c.metric("glassbox_cudnn_algorithm_cache_entries"), static_cast<double>(c.cache.size()));
-  EXPECT_EQ(c.metric("glassbox_cudnn_algorithm_cache_hits_total") + c.metric("glassbox_cudnn_algorithm_cache_misses_total"),
-            kThreads * kRounds);
+  EXPECT_EQ(
+      c.metric("glassbox_cudnn_algorithm_cache_hits_total") + c.metric("glassbox_cudnn_algorithm_cache_misses_total"),
+      kThreads * kRounds);
   EXPECT_EQ(c.metric("glassbox_cudnn_algorithm_cache_misses_total"), c.queries);
 }
 

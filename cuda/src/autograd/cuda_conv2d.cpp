@@ -3,7 +3,8 @@
 // against the device's tensor stream, with the state's handle and workspace.
 // The algorithm cuDNN's heuristics choose for a convolution's shapes, and the
 // workspace it needs, are asked once per shapes and device and cached
-// (conv_plan_cache()): the query costs hundreds of microseconds a call.
+// (conv_plan_cache()): with the query on every call, issue 18's 8-worker
+// trace showed 423 us per cuDNN execute on average.
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -65,19 +66,6 @@ struct ConvDescriptors {
   ConvDescriptors& operator=(const ConvDescriptors&) = delete;
 };
 
-// The first algorithm cuDNN's heuristics rank that it can run. `get` fills
-// perf results, as the cudnnGet*Algorithm_v7 calls do.
-template <class Perf, class Get>
-auto first_usable(const char* call, int most, Get get) {
-  std::vector<Perf> perf(static_cast<std::size_t>(most));
-  int found = 0;
-  check_cudnn(get(most, &found, perf.data()), call);
-  for (int i = 0; i < found; ++i) {
-    if (perf[static_cast<std::size_t>(i)].status == CUDNN_STATUS_SUCCESS) return perf[static_cast<std::size_t>(i)].algo;
-  }
-  throw Error(std::string(call) + " found no usable algorithm for this convolution");
-}
-
 // What a convolution of some shapes runs with: the algorithm and the bytes of
 // workspace it needs.
 template <class Algo>
@@ -102,6 +90,25 @@ struct ConvKeyHash {
   }
 };
 
+// Each direction's cache (named in its metrics) and how many algorithms cuDNN has for it.
+template <class Algo>
+struct Direction;
+template <>
+struct Direction<cudnnConvolutionFwdAlgo_t> {
+  static constexpr const char* cache = "conv_forward";
+  static constexpr int algorithms = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+};
+template <>
+struct Direction<cudnnConvolutionBwdDataAlgo_t> {
+  static constexpr const char* cache = "conv_backward_data";
+  static constexpr int algorithms = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+};
+template <>
+struct Direction<cudnnConvolutionBwdFilterAlgo_t> {
+  static constexpr const char* cache = "conv_backward_filter";
+  static constexpr int algorithms = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+};
+
 // Per direction: a model has a handful of shapes; past this many, the least
 // recently used is asked again when next needed.
 constexpr std::size_t kPlanCacheEntries = 1024;
@@ -109,30 +116,43 @@ constexpr std::size_t kPlanCacheEntries = 1024;
 template <class Algo>
 using ConvPlanCache = cudnn::AlgorithmCache<ConvKey, ConvPlan<Algo>, ConvKeyHash>;
 
-// Each direction's cache, named in its metrics by its algorithm type.
-template <class Algo>
-constexpr const char* kPlanCacheName = nullptr;
-template <>
-constexpr const char* kPlanCacheName<cudnnConvolutionFwdAlgo_t> = "conv_forward";
-template <>
-constexpr const char* kPlanCacheName<cudnnConvolutionBwdDataAlgo_t> = "conv_backward_data";
-template <>
-constexpr const char* kPlanCacheName<cudnnConvolutionBwdFilterAlgo_t> = "conv_backward_filter";
-
 // Never destroyed, as the kernels that use them are not.
 template <class Algo>
 ConvPlanCache<Algo>& conv_plan_cache() {
-  static auto* cache = new ConvPlanCache<Algo>(kPlanCacheName<Algo>, kPlanCacheEntries);
+  static auto* cache = new ConvPlanCache<Algo>(Direction<Algo>::cache, kPlanCacheEntries);
   return *cache;
 }
 
-// The cached plan for this convolution on `device`; on a miss, `algorithm()`
-// asks cuDNN's heuristics and `workspace(algo)` the bytes that algorithm needs.
-template <class Algo, class Algorithm, class Workspace>
-ConvPlan<Algo> plan_for(int device, const Conv2dGeometry& g, Algorithm algorithm, Workspace workspace) {
+// A cuDNN query and its name, for errors.
+template <class Fn>
+struct Query {
+  Fn* call;
+  const char* name;
+};
+
+// The cached plan for this convolution on `device`. On a miss, asks through
+// `h`: `algorithms` (a cudnnGet*Algorithm_v7, which ranks the heuristics'
+// choices) for the first algorithm cuDNN can run, then `workspace` (the
+// matching cudnnGet*WorkspaceSize) for its bytes, over `desc`, the
+// direction's descriptors in the order those calls take them.
+template <class Perf, class... Desc>
+ConvPlan<decltype(Perf::algo)> cached_plan(
+    int device, const Conv2dGeometry& g, cudnnHandle_t h,
+    Query<cudnnStatus_t(cudnnHandle_t, Desc..., int, int*, Perf*)> algorithms,
+    Query<cudnnStatus_t(cudnnHandle_t, Desc..., decltype(Perf::algo), std::size_t*)> workspace, Desc... desc) {
+  using Algo = decltype(Perf::algo);
   return conv_plan_cache<Algo>().get(conv_key(device, g), [&] {
-    const Algo algo = algorithm();
-    return ConvPlan<Algo>{algo, workspace(algo)};
+    std::vector<Perf> perf(static_cast<std::size_t>(Direction<Algo>::algorithms));
+    int found = 0;
+    check_cudnn(algorithms.call(h, desc..., Direction<Algo>::algorithms, &found, perf.data()), algorithms.name);
+    for (int i = 0; i < found; ++i) {
+      const Perf& p = perf[static_cast<std::size_t>(i)];
+      if (p.status != CUDNN_STATUS_SUCCESS) continue;
+      std::size_t bytes = 0;
+      check_cudnn(workspace.call(h, desc..., p.algo, &bytes), workspace.name);
+      return ConvPlan<Algo>{p.algo, bytes};
+    }
+    throw Error(std::string(algorithms.name) + " found no usable algorithm for this convolution");
   });
 }
 
@@ -167,21 +187,9 @@ void CudaDeviceKernels::conv2d_forward(int device, const Conv2dGeometry& g, cons
   cudaStream_t s = enter(device);
   ConvDescriptors d(g);
   with_state(device, s, [&](cudnnHandle_t h, cudnn::CudaCudnnState& state) {
-    const auto plan = plan_for<cudnnConvolutionFwdAlgo_t>(
-        device, g,
-        [&] {
-          return first_usable<cudnnConvolutionFwdAlgoPerf_t>(
-              "cudnnGetConvolutionForwardAlgorithm_v7", CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-              [&](int most, int* found, cudnnConvolutionFwdAlgoPerf_t* perf) {
-                return cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, most, found, perf);
-              });
-        },
-        [&](cudnnConvolutionFwdAlgo_t algo) {
-          std::size_t bytes = 0;
-          check_cudnn(cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, algo, &bytes),
-                      "cudnnGetConvolutionForwardWorkspaceSize");
-          return bytes;
-        });
+    const auto plan = cached_plan<cudnnConvolutionFwdAlgoPerf_t>(
+        device, g, h, {cudnnGetConvolutionForwardAlgorithm_v7, "cudnnGetConvolutionForwardAlgorithm_v7"},
+        {cudnnGetConvolutionForwardWorkspaceSize, "cudnnGetConvolutionForwardWorkspaceSize"}, d.x, d.w, d.conv, d.y);
     void* workspace = state.workspace().get(plan.workspace_bytes);
     const float one = 1.0F, zero = 0.0F;
     check_cudnn(cudnnConvolutionForward(h, &one, d.x, x, d.w, w, d.conv, plan.algo, workspace, plan.workspace_bytes,
@@ -196,21 +204,10 @@ void CudaDeviceKernels::conv2d_backward_input(int device, const Conv2dGeometry& 
   cudaStream_t s = enter(device);
   ConvDescriptors d(g);
   with_state(device, s, [&](cudnnHandle_t h, cudnn::CudaCudnnState& state) {
-    const auto plan = plan_for<cudnnConvolutionBwdDataAlgo_t>(
-        device, g,
-        [&] {
-          return first_usable<cudnnConvolutionBwdDataAlgoPerf_t>(
-              "cudnnGetConvolutionBackwardDataAlgorithm_v7", CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-              [&](int most, int* found, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
-                return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, most, found, perf);
-              });
-        },
-        [&](cudnnConvolutionBwdDataAlgo_t algo) {
-          std::size_t bytes = 0;
-          check_cudnn(cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, algo, &bytes),
-                      "cudnnGetConvolutionBackwardDataWorkspaceSize");
-          return bytes;
-        });
+    const auto plan = cached_plan<cudnnConvolutionBwdDataAlgoPerf_t>(
+        device, g, h, {cudnnGetConvolutionBackwardDataAlgorithm_v7, "cudnnGetConvolutionBackwardDataAlgorithm_v7"},
+        {cudnnGetConvolutionBackwardDataWorkspaceSize, "cudnnGetConvolutionBackwardDataWorkspaceSize"}, d.w, d.y,
+        d.conv, d.x);
     void* workspace = state.workspace().get(plan.workspace_bytes);
     const float one = 1.0F, zero = 0.0F;
     check_cudnn(cudnnConvolutionBackwardData(h, &one, d.w, w, d.y, dy, d.conv, plan.algo, workspace,
@@ -224,21 +221,10 @@ void CudaDeviceKernels::conv2d_backward_weight(int device, const Conv2dGeometry&
   cudaStream_t s = enter(device);
   ConvDescriptors d(g);
   with_state(device, s, [&](cudnnHandle_t h, cudnn::CudaCudnnState& state) {
-    const auto plan = plan_for<cudnnConvolutionBwdFilterAlgo_t>(
-        device, g,
-        [&] {
-          return first_usable<cudnnConvolutionBwdFilterAlgoPerf_t>(
-              "cudnnGetConvolutionBackwardFilterAlgorithm_v7", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-              [&](int most, int* found, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
-                return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, most, found, perf);
-              });
-        },
-        [&](cudnnConvolutionBwdFilterAlgo_t algo) {
-          std::size_t bytes = 0;
-          check_cudnn(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, algo, &bytes),
-                      "cudnnGetConvolutionBackwardFilterWorkspaceSize");
-          return bytes;
-        });
+    const auto plan = cached_plan<cudnnConvolutionBwdFilterAlgoPerf_t>(
+        device, g, h, {cudnnGetConvolutionBackwardFilterAlgorithm_v7, "cudnnGetConvolutionBackwardFilterAlgorithm_v7"},
+        {cudnnGetConvolutionBackwardFilterWorkspaceSize, "cudnnGetConvolutionBackwardFilterWorkspaceSize"}, d.x, d.y,
+        d.conv, d.w);
     void* workspace = state.workspace().get(plan.workspace_bytes);
     const float one = 1.0F, zero = 0.0F;
     check_cudnn(cudnnConvolutionBackwardFilter(h, &one, d.x, x, d.y, dy, d.conv, plan.algo, workspace,
