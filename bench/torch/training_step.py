@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """PyTorch's side of the training-step comparison: the demo's step in eager PyTorch.
 
-usage: training_step.py [--workers 1 4 8] [--batch 32] [--rep-seconds 0.25] [--reps 5]
+usage: training_step.py [--workers 1 4 8] [--batch 32] [--rep-seconds 0.25] [--reps 5] [--device cuda]
+
+--device cpu runs the step on the CPU, without pinned memory: a check of this
+program where there is no GPU, not a comparison.
 
 The same model and step as examples/glassbox-demo (glassbox's side is
 bench/compare_training_step.cpp, which runs the demo's own train_step):
@@ -43,6 +46,7 @@ the format scripts/compare-table reads:
   {"side":"pytorch","metric":"training_step","threads":N,"calls_per_second":S,"ns_per_call":...}
 """
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -99,6 +103,13 @@ def make_batches(n, seed=2):
             for _ in range(BATCHES)]
 
 
+def stage(rows, device):
+    """A shard's rows on `device`: through pinned host memory, without blocking the host."""
+    if device.type == "cpu":
+        return rows.clone()  # the --device cpu check: no pinned memory without a GPU
+    return rows.pin_memory().to(device, non_blocking=True)
+
+
 def train_step(params, batch, workers, device):
     images, labels = batch
     n = images.shape[0]
@@ -107,14 +118,13 @@ def train_step(params, batch, workers, device):
         begin, end = n * i // workers, n * (i + 1) // workers
         if begin == end:
             continue  # more workers than rows
-        shards.append((images[begin:end].pin_memory().to(device, non_blocking=True),
-                       labels[begin:end].pin_memory().to(device, non_blocking=True), (end - begin) / n))
+        shards.append((stage(images[begin:end], device), stage(labels[begin:end], device), (end - begin) / n))
     losses = [None] * len(shards)
     errors = []
 
     def work(i):
         try:
-            with torch.cuda.device(device):
+            with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
                 x, y, share = shards[i]
                 losses[i] = F.cross_entropy(forward(params, x), y) * share
         except BaseException as e:  # re-raised on the main thread below
@@ -161,18 +171,20 @@ def main():
     parser.add_argument("--batch", type=int, default=32, help="images per step, >= 1")
     parser.add_argument("--rep-seconds", type=float, default=0.25, help="about how long one repetition runs")
     parser.add_argument("--reps", type=int, default=5, help="repetitions per worker count, >= 1")
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: a check, not a comparison")
     args = parser.parse_args()
     if min(args.workers) < 1 or args.batch < 1 or args.reps < 1 or args.rep_seconds <= 0:
         sys.exit(f"training_step.py: --workers {args.workers}, --batch {args.batch}, --reps {args.reps}, "
                  f"--rep-seconds {args.rep_seconds}: workers, batch and reps must be >= 1, rep-seconds > 0")
-    if not torch.cuda.is_available():
+    if args.device == "cuda" and not torch.cuda.is_available():
         print("training_step.py: no CUDA device", file=sys.stderr)
         return 0
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
-    device = torch.device("cuda", 0)
-    torch.cuda.set_device(device)
+    device = torch.device(args.device, 0) if args.device == "cuda" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
     params = make_parameters(device)
     batches = make_batches(args.batch)
     for workers in args.workers:
