@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "glassbox/cudnn/algorithm_cache.hpp"
+#include "glassbox/cudnn/cudnn_states.hpp"
+#include "glassbox/cudnn/sim_cudnn_backend.hpp"
 #include "glassbox/error.hpp"
 
 namespace gc = glassbox::cudnn;
@@ -137,4 +139,19 @@ TEST(CudnnAlgorithmCache, DestroyingACacheTakesItsEntriesOffTheGauge) {
     EXPECT_EQ(entries(), 3);
   }
   EXPECT_EQ(entries(), 0);
+}
+
+TEST(CudnnAlgorithmCache, CudnnStatesShowTheConvCachesAtZeroBeforeAnyConvolution) {
+  gm::Registry registry;
+  gc::CudnnStates<gc::SimCudnnBackend> states(gc::SimCudnnBackend({}, registry), {}, registry);
+  const gm::Snapshot snap = registry.snapshot();
+  for (const char* cache : gc::kConvPlanCaches) {
+    for (const char* family :
+         {"glassbox_cudnn_algorithm_cache_hits_total", "glassbox_cudnn_algorithm_cache_misses_total",
+          "glassbox_cudnn_algorithm_cache_evictions_total", "glassbox_cudnn_algorithm_cache_entries"}) {
+      const auto* s = gm::find_series(snap, family, {{"cache", cache}});
+      ASSERT_NE(s, nullptr) << family << " {cache=" << cache << "}";
+      EXPECT_EQ(s->value, 0) << family << " {cache=" << cache << "}";
+    }
+  }
 }

@@ -95,17 +95,17 @@ template <class Algo>
 struct Direction;
 template <>
 struct Direction<cudnnConvolutionFwdAlgo_t> {
-  static constexpr const char* cache = "conv_forward";
+  static constexpr const char* cache = cudnn::kConvPlanCaches[0];
   static constexpr int algorithms = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
 };
 template <>
 struct Direction<cudnnConvolutionBwdDataAlgo_t> {
-  static constexpr const char* cache = "conv_backward_data";
+  static constexpr const char* cache = cudnn::kConvPlanCaches[1];
   static constexpr int algorithms = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
 };
 template <>
 struct Direction<cudnnConvolutionBwdFilterAlgo_t> {
-  static constexpr const char* cache = "conv_backward_filter";
+  static constexpr const char* cache = cudnn::kConvPlanCaches[2];
   static constexpr int algorithms = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
 };
 

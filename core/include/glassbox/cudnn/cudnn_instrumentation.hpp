@@ -40,6 +40,12 @@ struct AlgorithmCacheSeries {
   static AlgorithmCacheSeries resolve(metrics::Registry& registry, const std::string& cache);
 };
 
+/// The `cache` label values of the CUDA conv2d kernels' algorithm caches, one
+/// per direction. Every CudnnStates resolves their series when it is built,
+/// so a process with cuDNN states shows them (at zero) before, or without,
+/// any convolution that plans through them (the CPU demo's sim states, say).
+inline constexpr const char* kConvPlanCaches[] = {"conv_forward", "conv_backward_data", "conv_backward_filter"};
+
 namespace detail {
 /// `capacity` when at least 1; ConfigError naming the cache otherwise.
 std::size_t checked_cache_capacity(const std::string& cache, std::size_t capacity);
