@@ -183,20 +183,35 @@ void report_driver_calls(const char* side, const char* metric, Fn fn, long calls
 inline constexpr int kThreadSweep[] = {1, 2, 4, 8, 16};
 inline constexpr int kShortThreadSweep[] = {1, 4, 16};
 
-/// Calibrates `fn` on one thread, then reports its median rate at each of
-/// `threads` thread counts.
+/// Calls per thread for a repetition of about 50 ms at `threads` threads,
+/// from one probe repetition there: contention slows a side's calls up to
+/// 100x at 16 threads, and the one-thread count would then take seconds per
+/// repetition (minutes per sweep) without measuring anything better.
+template <class Fn>
+long calibrate_at(Fn fn, int threads, long one_thread_calls) {
+  if (threads == 1) return one_thread_calls;
+  const long probe = std::max(1000L, one_thread_calls / 20);
+  const double total_rate = median_calls_per_second(fn, threads, probe, 1);
+  return std::max(probe, static_cast<long>(total_rate * 0.05 / threads));
+}
+
+/// Calibrates `fn` at each of `threads` thread counts, then reports its
+/// median rate there.
 /// With the call counter loaded, reports driver calls per call instead.
 template <class Fn>
 void report_sweep(const char* side, const char* metric, Fn fn, std::span<const int> threads = kThreadSweep) {
   if (driver_call_counter() != nullptr) return report_driver_calls(side, metric, fn);
   const long calls = calibrate(fn);
-  for (int t : threads) report(side, metric, t, median_calls_per_second(fn, t, calls));
+  for (int t : threads) report(side, metric, t, median_calls_per_second(fn, t, calibrate_at(fn, t, calls)));
 }
 
 /// The churn sweep both sides run: 1, 4 and 16 threads a step, 512 threads a
 /// repetition; reports `metric`_cycle and `metric`_first_call.
+/// Nothing when the call counter is loaded: the counting pass reports warm
+/// calls only (report_sweep), and a timing taken under it would count as a run.
 template <class Fn>
 void report_churn(const char* side, const std::string& metric, Fn fn) {
+  if (driver_call_counter() != nullptr) return;
   for (int threads : {1, 4, 16}) {
     ChurnRates rates = median_churn_rates(fn, threads, 512 / threads);
     report(side, (metric + "_cycle").c_str(), threads, rates.threads_per_second);
