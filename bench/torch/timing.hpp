@@ -108,6 +108,28 @@ ChurnRates median_churn_rates(Fn fn, int threads, int steps, int reps = 7) {
   return {median(cycle), median(first)};
 }
 
+/// Steps that each end with the GPU done (a training step ending in a loss
+/// read back): warm-up, then the median steps per second over `reps`
+/// repetitions of about `rep_seconds` each, sized from the last warm-up
+/// steps. bench/torch/training_step.py times PyTorch's step the same way.
+template <class Step>
+double median_steps_per_second(Step step, double rep_seconds = 0.25, int reps = 5) {
+  constexpr int warmup = 20, calibration = 10, min_steps = 10;
+  using clock = std::chrono::steady_clock;
+  for (int i = 0; i < warmup - calibration; ++i) step();
+  auto t0 = clock::now();
+  for (int i = 0; i < calibration; ++i) step();
+  const double per_step = std::chrono::duration<double>(clock::now() - t0).count() / calibration;
+  const long steps = std::max<long>(min_steps, static_cast<long>(rep_seconds / per_step));
+  std::vector<double> rates;
+  for (int r = 0; r < reps; ++r) {
+    t0 = clock::now();
+    for (long i = 0; i < steps; ++i) step();
+    rates.push_back(static_cast<double>(steps) / std::chrono::duration<double>(clock::now() - t0).count());
+  }
+  return median(rates);
+}
+
 /// Whether a comparison program should measure `metric`: its command line
 /// names the metrics to measure, all of them when it names none.
 inline bool wanted(int argc, char** argv, const char* metric) {
