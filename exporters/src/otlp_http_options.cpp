@@ -17,8 +17,7 @@ struct VariablePair {
   std::string general;
 
   VariablePair(OtlpSignal signal, const char* suffix)
-      : specific(std::string("OTEL_EXPORTER_OTLP_") + (signal == OtlpSignal::traces ? "TRACES_" : "METRICS_") +
-                 suffix),
+      : specific(std::string("OTEL_EXPORTER_OTLP_") + (signal == OtlpSignal::traces ? "TRACES_" : "METRICS_") + suffix),
         general(std::string("OTEL_EXPORTER_OTLP_") + suffix) {}
 
   // The name and value of the first one set: the specific one replaces the general one.

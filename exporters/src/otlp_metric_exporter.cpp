@@ -14,9 +14,9 @@ namespace glassbox::exporters {
 namespace {
 
 std::uint64_t now_unix_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count());
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
 }
 
 // Cumulative points count from here: the library is loaded before any of
