@@ -1,8 +1,9 @@
 // The proof that the dashboard is real: glassbox-demo on the CPU, with both
-// trace exporters on, scraped every second by Debian's Prometheus running the
+// trace exporters and the OTLP metric push on, scraped every second by Debian's Prometheus running the
 // project's own prometheus.yml and alert rules; then every PromQL expression
 // in the Grafana dashboard JSON must return data from Prometheus's HTTP API,
-// its variables must offer values, and every alert rule must evaluate.
+// its variables must offer values, and every alert and recording rule must
+// evaluate (the Fleet row reads the recording rules).
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -167,13 +168,13 @@ TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
   ASSERT_FALSE(queries.empty());
 
   TempDir dir;
-  glassbox::testing::OtlpCollector collector;  // so the OTLP exporter's families exist too
-  ChildProcess demo(glassbox::testing::demo_path(),
-                    {"--iterations", "0", "--device", "cpu", "--metrics-addr", "127.0.0.1:0"},
-                    {"GLASSBOX_TRACE_FILE=" + (dir.path / "trace.json").string(),
-                     "OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.base_url(), "OTEL_BSP_SCHEDULE_DELAY=200",
-                     "OTEL_SERVICE_NAME=glassbox-dashboard-e2e"},
-                    (dir.path / "demo.log").string());
+  glassbox::testing::OtlpCollector collector;  // so the OTLP exporters' families exist too
+  ChildProcess demo(
+      glassbox::testing::demo_path(), {"--iterations", "0", "--device", "cpu", "--metrics-addr", "127.0.0.1:0"},
+      {"GLASSBOX_TRACE_FILE=" + (dir.path / "trace.json").string(),
+       "OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.base_url(), "OTEL_BSP_SCHEDULE_DELAY=200",
+       "OTEL_SERVICE_NAME=glassbox-dashboard-e2e", "OTEL_METRICS_EXPORTER=otlp", "OTEL_METRIC_EXPORT_INTERVAL=500"},
+      (dir.path / "demo.log").string());
   const std::string target = demo.wait_for_log(std::regex(R"(http://(127\.0\.0\.1:[0-9]+)/metrics)"), 30s);
   ASSERT_FALSE(target.empty()) << "the demo printed no /metrics URL:\n" << demo.log();
 
