@@ -65,7 +65,8 @@ inline void write_prometheus_config(const std::filesystem::path& dir, const std:
     if (name == "prometheus.yml") {
       static const std::regex intervals(R"(\b(scrape_interval|evaluation_interval):[ \t]*\S+)");
       if (!std::regex_search(text, intervals)) {
-        throw std::runtime_error("dashboards/prometheus/prometheus.yml sets no scrape_interval for the test to shorten");
+        throw std::runtime_error(
+            "dashboards/prometheus/prometheus.yml sets no scrape_interval for the test to shorten");
       }
       text = std::regex_replace(text, intervals, "$1: " + interval);
     }
@@ -83,8 +84,8 @@ class LivePrometheus {
   /// Starts it and waits until it listens; throws with its log when it does not.
   explicit LivePrometheus(const std::filesystem::path& dir)
       : process_(GLASSBOX_PROMETHEUS,
-                 {"--config.file=" + (dir / "prometheus.yml").string(), "--storage.tsdb.path=" + (dir / "tsdb").string(),
-                  "--web.listen-address=127.0.0.1:0"},
+                 {"--config.file=" + (dir / "prometheus.yml").string(),
+                  "--storage.tsdb.path=" + (dir / "tsdb").string(), "--web.listen-address=127.0.0.1:0"},
                  {}, (dir / "prometheus.log").string()) {
     address_ = process_.wait_for_log(std::regex(R"(msg="Listening on" address=(127\.0\.0\.1:[0-9]+))"),
                                      std::chrono::seconds(60));
