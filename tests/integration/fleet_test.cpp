@@ -59,10 +59,10 @@ struct Demo {
 };
 
 Demo start_demo(const TempDir& dir, int index) {
-  std::vector<std::string> env{"OTEL_SERVICE_NAME=glassbox-fleet",
-                               "OTEL_RESOURCE_ATTRIBUTES=service.instance.id=fleet-" + std::to_string(index),
-                               "GLASSBOX_TRACE_FILE=" + (dir.path / ("trace-" + std::to_string(index) + ".json")).string(),
-                               "OTEL_BSP_SCHEDULE_DELAY=500"};
+  std::vector<std::string> env{
+      "OTEL_SERVICE_NAME=glassbox-fleet", "OTEL_RESOURCE_ATTRIBUTES=service.instance.id=fleet-" + std::to_string(index),
+      "GLASSBOX_TRACE_FILE=" + (dir.path / ("trace-" + std::to_string(index) + ".json")).string(),
+      "OTEL_BSP_SCHEDULE_DELAY=500"};
   if (index == kUnhealthy) env.push_back("GLASSBOX_HOST_ALLOC_CONF=background_thread:true,max_cached_bytes:1");
   Demo d;
   d.process = std::make_unique<ChildProcess>(
@@ -181,8 +181,7 @@ TEST(Fleet, SixInstancesEveryRecordingRuleAndTheAlertForTheUnhealthyOneOnly) {
   }
   std::string report;
   for (const auto& [rule, problem] : check.missing) report += "  " + rule + ": " + problem + "\n";
-  EXPECT_TRUE(check.missing.empty()) << "recording rules incomplete after " << kDeadline.count() << " s:\n"
-                                     << report;
+  EXPECT_TRUE(check.missing.empty()) << "recording rules incomplete after " << kDeadline.count() << " s:\n" << report;
   EXPECT_EQ(alerted, std::set<std::string>{unhealthy})
       << kAlert << " should fire for the unhealthy instance " << unhealthy << " alone; unhealthy demo's log:\n"
       << log_tail(demos[kUnhealthy].process->log());
@@ -194,7 +193,8 @@ TEST(Fleet, SixInstancesEveryRecordingRuleAndTheAlertForTheUnhealthyOneOnly) {
 
   // What a scrape of one process costs and carries, as Prometheus saw it.
   const double series = scalar(prometheus, "max(scrape_samples_scraped{job=\"glassbox\"})");
-  const double scrape_ms = 1000 * scalar(prometheus, "avg(avg_over_time(scrape_duration_seconds{job=\"glassbox\"}[10m]))");
+  const double scrape_ms =
+      1000 * scalar(prometheus, "avg(avg_over_time(scrape_duration_seconds{job=\"glassbox\"}[10m]))");
   std::string problem;
   const json tsdb = prometheus.get("/api/v1/status/tsdb", {}, problem);
   const double head_series = tsdb.is_null() ? -1 : tsdb["data"]["headStats"].value("numSeries", -1.0);
