@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "grafana_dashboard.hpp"
+#include "prometheus_rules.hpp"
 #include "promql_selectors.hpp"
 #include "source_dir.hpp"
 
@@ -20,19 +21,14 @@ namespace fs = std::filesystem;
 using glassbox::testing::dashboard_panels;
 using glassbox::testing::dashboard_queries;
 using glassbox::testing::promql_selectors;
+using glassbox::testing::read_text_file;
+using glassbox::testing::recorded_names;
 using nlohmann::json;
 
 namespace {
 
 fs::path dashboard_file() {
   return glassbox::testing::source_dir() / "dashboards/grafana/dashboards/glassbox-runtime.json";
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 /// Family name -> counter, gauge or histogram, from every registry call
@@ -46,7 +42,7 @@ const std::map<std::string, std::string>& families_in_code() {
       for (const auto& e : fs::recursive_directory_iterator(glassbox::testing::source_dir() / dir)) {
         const auto ext = e.path().extension();
         if (ext != ".cpp" && ext != ".hpp") continue;
-        const std::string text = read_text(e.path());
+        const std::string text = read_text_file(e.path());
         for (std::sregex_iterator m(text.begin(), text.end(), call), end; m != end; ++m) {
           const std::string kind = (*m)[1];
           out[(*m)[2]] = kind == "up_down_counter" ? "gauge" : kind;
@@ -56,18 +52,6 @@ const std::map<std::string, std::string>& families_in_code() {
     return out;
   }();
   return families;
-}
-
-/// The names dashboards/prometheus/recording.yml records, in file order.
-const std::vector<std::string>& recorded_names() {
-  static const std::vector<std::string> names = [] {
-    static const std::regex record(R"(\brecord:[ \t]*(\S+))");
-    const std::string text = read_text(glassbox::testing::source_dir() / "dashboards/prometheus/recording.yml");
-    std::vector<std::string> out;
-    for (std::sregex_iterator m(text.begin(), text.end(), record), end; m != end; ++m) out.push_back((*m)[1]);
-    return out;
-  }();
-  return names;
 }
 
 bool is_recorded(const std::string& name) {
@@ -204,7 +188,7 @@ TEST_F(GrafanaDashboard, ExpressionsFilterByInstanceUseRateIntervalAndDefinedVar
 TEST(AlertRules, NameOnlyFamiliesTheCodeRegisters) {
   const auto families = families_in_code();
   for (const char* file : {"alerts.yml", "recording.yml"}) {
-    const std::string rules = read_text(glassbox::testing::source_dir() / "dashboards/prometheus" / file);
+    const std::string rules = read_text_file(glassbox::testing::source_dir() / "dashboards/prometheus" / file);
     // Not inside a recorded name (level:glassbox_...:operations), which the next test checks.
     static const std::regex name(R"((^|[^:A-Za-z0-9_])(glassbox_[a-z0-9_]+)\b)");
     std::size_t seen = 0;

@@ -103,15 +103,6 @@ RuleCheck check_recording_rules(LivePrometheus& prometheus, const std::vector<st
   return out;
 }
 
-std::vector<std::string> recorded_names() {
-  static const std::regex record(R"(\brecord:[ \t]*(\S+))");
-  const std::string text =
-      glassbox::testing::read_text_file(glassbox::testing::source_dir() / "dashboards/prometheus/recording.yml");
-  std::vector<std::string> out;
-  for (std::sregex_iterator m(text.begin(), text.end(), record), end; m != end; ++m) out.push_back((*m)[1]);
-  return out;
-}
-
 /// Instances for which `alert` is firing now, or fired at any evaluation in the last 10 minutes.
 std::set<std::string> firing(LivePrometheus& prometheus, const std::string& window) {
   std::string problem;
@@ -169,7 +160,7 @@ TEST(Fleet, SixInstancesEveryRecordingRuleAndTheAlertForTheUnhealthyOneOnly) {
   const auto started = std::chrono::steady_clock::now();
   LivePrometheus prometheus(dir.path);
 
-  const auto rules = recorded_names();
+  const auto& rules = glassbox::testing::recorded_names();
   ASSERT_GE(rules.size(), 6u);
   RuleCheck check;
   std::set<std::string> alerted;

@@ -12,12 +12,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "child_process.hpp"
+#include "prometheus_rules.hpp"
 #include "source_dir.hpp"
 
 namespace glassbox::testing {
@@ -39,13 +39,6 @@ inline std::string log_tail(const std::string& log, std::size_t lines = 15) {
   std::size_t at = log.size();
   for (std::size_t n = 0; n <= lines && at != std::string::npos && at > 0; ++n) at = log.rfind('\n', at - 1);
   return at == std::string::npos ? log : log.substr(at + 1);
-}
-
-inline std::string read_text_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 /// A rewrite of one config file's text before Prometheus reads it: (file name, text) -> text.
