@@ -6,11 +6,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
-#include <sstream>
 
 #include "grafana_dashboard.hpp"
 #include "prometheus_rules.hpp"
