@@ -106,12 +106,13 @@ void OtlpMetricExporter::run() {
     const bool asked = wake_.wait_until(lock, next, [&] { return stopping_ || flush_requested_ != flush_done_; });
     if (stopping_) break;
     const std::uint64_t flush_target = flush_requested_;
+    const auto began = Clock::now();
     lock.unlock();
-    export_once(Clock::now() + options_.export_timeout);
+    export_once(began + options_.export_timeout);
     lock.lock();
     if (asked) flush_done_ = flush_target;
     done_.notify_all();
-    next = Clock::now() + options_.interval;
+    next = began + options_.interval;  // a steady cadence, as the SDK's periodic reader keeps
   }
   const auto deadline = std::min(stop_deadline_, Clock::now() + options_.export_timeout);
   lock.unlock();
