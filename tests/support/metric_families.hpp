@@ -13,13 +13,6 @@
 
 namespace glassbox::testing {
 
-inline std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 /// Family name -> counter, gauge or histogram, from every registry call
 /// (`counter("glassbox_...")`, `gauge(`, `up_down_counter(`, `histogram(`)
 /// in the library sources.
@@ -31,7 +24,7 @@ inline const std::map<std::string, std::string>& families_in_code() {
       for (const auto& e : std::filesystem::recursive_directory_iterator(source_dir() / dir)) {
         const auto ext = e.path().extension();
         if (ext != ".cpp" && ext != ".hpp") continue;
-        const std::string text = read_text(e.path());
+        const std::string text = read_text_file(e.path());
         for (std::sregex_iterator m(text.begin(), text.end(), call), end; m != end; ++m) {
           const std::string kind = (*m)[1];
           out[(*m)[2]] = kind == "up_down_counter" ? "gauge" : kind;
