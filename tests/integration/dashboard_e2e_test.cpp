@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "child_process.hpp"
@@ -19,6 +21,7 @@
 #include "grafana_dashboard.hpp"
 #include "otlp_collector.hpp"
 #include "source_dir.hpp"
+#include "trace_file_reader.hpp"
 
 namespace fs = std::filesystem;
 using glassbox::testing::ChildProcess;
@@ -155,6 +158,29 @@ std::string unhealthy_rules(httplib::Client& api, std::size_t& loaded) {
   return out;
 }
 
+/// The histograms whose buckets carry exemplars, as the dashboard's latency panels ask for them.
+const std::vector<std::string> kExemplarHistograms = {"glassbox_autograd_backward_seconds_bucket",
+                                                      "glassbox_autograd_node_seconds_bucket"};
+
+/// The trace ids of the exemplars Prometheus stored for `selector` over the
+/// last hour, the way Grafana's exemplar query asks for them.
+std::vector<std::string> exemplar_trace_ids(httplib::Client& api, const std::string& selector, std::string& problem) {
+  const auto now = std::chrono::system_clock::now();
+  auto seconds = [](auto t) { return std::to_string(std::chrono::system_clock::to_time_t(t)); };
+  auto res = api.Get("/api/v1/query_exemplars",
+                     httplib::Params{{"query", selector}, {"start", seconds(now - 1h)}, {"end", seconds(now + 1min)}},
+                     httplib::Headers{});
+  if (!res || res->status != 200) {
+    problem = res ? "HTTP " + std::to_string(res->status) + ": " + res->body : "no answer";
+    return {};
+  }
+  std::vector<std::string> ids;
+  for (const auto& series : json::parse(res->body)["data"]) {
+    for (const auto& e : series["exemplars"]) ids.push_back(e["labels"].value("trace_id", ""));
+  }
+  return ids;
+}
+
 }  // namespace
 
 TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
@@ -180,7 +206,8 @@ TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
   write_prometheus_config(dir.path, target);
   ChildProcess prometheus(prometheus_bin,
                           {"--config.file=" + (dir.path / "prometheus.yml").string(),
-                           "--storage.tsdb.path=" + (dir.path / "tsdb").string(), "--web.listen-address=127.0.0.1:0"},
+                           "--storage.tsdb.path=" + (dir.path / "tsdb").string(), "--web.listen-address=127.0.0.1:0",
+                           "--enable-feature=exemplar-storage"},
                           {}, (dir.path / "prometheus.log").string());
   const std::string web =
       prometheus.wait_for_log(std::regex(R"(msg="Listening on" address=(127\.0\.0\.1:[0-9]+))"), 60s);
@@ -220,8 +247,24 @@ TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
   EXPECT_GE(rules, 4u) << "alerts.yml was not loaded:\n" << prometheus.log();
   EXPECT_EQ(bad_rules, "") << "alert rules failed to evaluate against live data:\n" << bad_rules;
 
+  // Exemplars: Prometheus negotiated OpenMetrics and stored the buckets'
+  // exemplars; every trace id among them is a trace in the demo's trace file
+  // (read once the demo has stopped and flushed it), which is what a click on
+  // an exemplar in Grafana opens in Jaeger.
+  std::map<std::string, std::vector<std::string>> exemplars;
+  for (const auto& selector : kExemplarHistograms) {
+    std::string problem;
+    exemplars[selector] = exemplar_trace_ids(api, selector, problem);
+    EXPECT_FALSE(exemplars[selector].empty()) << "no exemplars stored for " << selector << " " << problem;
+  }
   demo.signal(SIGINT);
   EXPECT_EQ(demo.wait(30s), 0) << "the demo did not stop cleanly on SIGINT:\n" << tail(demo.log());
+  const auto trace = glassbox::testing::read_trace_file((dir.path / "trace.json").string(), demo.pid());
+  std::set<std::string> traces;
+  for (const auto& slice : trace.slices) traces.insert(slice.args.value("trace_id", ""));
+  for (const auto& [selector, ids] : exemplars) {
+    for (const auto& id : ids) EXPECT_TRUE(traces.contains(id)) << selector << " exemplar trace " << id << " is not in the trace file";
+  }
   prometheus.signal(SIGTERM);
   EXPECT_EQ(prometheus.wait(30s), 0) << "Prometheus did not stop cleanly on SIGTERM:\n" << tail(prometheus.log());
 }
