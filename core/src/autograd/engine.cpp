@@ -42,7 +42,7 @@ thread_local std::uint32_t tl_untimed_left = 0;
 thread_local std::uint32_t tl_timing_rng = 0x9e3779b9u;
 
 bool time_this_node(bool sampled, std::uint32_t interval) noexcept {
-  if (sampled) return true;
+  if (sampled || interval <= 1) return true;  // the countdown is the thread's, across engines
   if (tl_untimed_left > 0) {
     --tl_untimed_left;
     return false;
@@ -52,7 +52,7 @@ bool time_this_node(bool sampled, std::uint32_t interval) noexcept {
   x ^= x >> 17;
   x ^= x << 5;
   tl_timing_rng = x;
-  tl_untimed_left = interval <= 1 ? 0 : x % (2 * interval - 1);
+  tl_untimed_left = x % (2 * interval - 1);
   return true;
 }
 
