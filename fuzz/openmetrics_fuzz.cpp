@@ -59,8 +59,9 @@ gm::Snapshot snapshot_of(std::string_view& input) {
   if (exemplar_name.empty() || exemplar_name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") != std::string::npos)
     exemplar_name = "trace_id";
   double value = take_double(input);
-  h.histogram.exemplars = {gm::Exemplar{{{exemplar_name, exemplar_value}, {"span_id", node}}, value, take_double(input)},
-                           std::nullopt, gm::Exemplar{{}, take_double(input), take_double(input)}};
+  h.histogram.exemplars = {
+      gm::Exemplar{{{exemplar_name, exemplar_value}, {"span_id", node}}, value, take_double(input)}, std::nullopt,
+      gm::Exemplar{{}, take_double(input), take_double(input)}};
   gm::SeriesSnapshot c{{{"device", device}}, take_double(input), {}};
   gm::SeriesSnapshot g{{}, take_double(input), {}};
   return {{"glassbox_fuzz_total", help, gm::MetricType::counter, {c}},

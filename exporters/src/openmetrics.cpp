@@ -207,8 +207,7 @@ bool accepts_openmetrics(std::string_view accept) {
   double text = 0;
   while (!accept.empty()) {
     MediaRange r = parse_range(cut(accept, ','));
-    if (equals_ignoring_case(r.type, "application/openmetrics-text") &&
-        (r.version.empty() || r.version == "1.0.0")) {
+    if (equals_ignoring_case(r.type, "application/openmetrics-text") && (r.version.empty() || r.version == "1.0.0")) {
       openmetrics = std::max(openmetrics, r.q);
     } else if (equals_ignoring_case(r.type, "text/plain")) {
       text = std::max(text, r.q);

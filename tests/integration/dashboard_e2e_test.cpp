@@ -204,11 +204,11 @@ TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
   ASSERT_FALSE(target.empty()) << "the demo printed no /metrics URL:\n" << demo.log();
 
   write_prometheus_config(dir.path, target);
-  ChildProcess prometheus(prometheus_bin,
-                          {"--config.file=" + (dir.path / "prometheus.yml").string(),
-                           "--storage.tsdb.path=" + (dir.path / "tsdb").string(), "--web.listen-address=127.0.0.1:0",
-                           "--enable-feature=exemplar-storage"},
-                          {}, (dir.path / "prometheus.log").string());
+  ChildProcess prometheus(
+      prometheus_bin,
+      {"--config.file=" + (dir.path / "prometheus.yml").string(), "--storage.tsdb.path=" + (dir.path / "tsdb").string(),
+       "--web.listen-address=127.0.0.1:0", "--enable-feature=exemplar-storage"},
+      {}, (dir.path / "prometheus.log").string());
   const std::string web =
       prometheus.wait_for_log(std::regex(R"(msg="Listening on" address=(127\.0\.0\.1:[0-9]+))"), 60s);
   ASSERT_FALSE(web.empty()) << "Prometheus did not start:\n" << prometheus.log();
@@ -263,7 +263,8 @@ TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
   std::set<std::string> traces;
   for (const auto& slice : trace.slices) traces.insert(slice.args.value("trace_id", ""));
   for (const auto& [selector, ids] : exemplars) {
-    for (const auto& id : ids) EXPECT_TRUE(traces.contains(id)) << selector << " exemplar trace " << id << " is not in the trace file";
+    for (const auto& id : ids)
+      EXPECT_TRUE(traces.contains(id)) << selector << " exemplar trace " << id << " is not in the trace file";
   }
   prometheus.signal(SIGTERM);
   EXPECT_EQ(prometheus.wait(30s), 0) << "Prometheus did not stop cleanly on SIGTERM:\n" << tail(prometheus.log());

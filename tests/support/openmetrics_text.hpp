@@ -50,7 +50,11 @@ inline bool valid_utf8(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
     auto b = static_cast<unsigned char>(s[i]);
-    std::size_t n = b < 0x80 ? 1 : b >= 0xC2 && b < 0xE0 ? 2 : b >= 0xE0 && b < 0xF0 ? 3 : b >= 0xF0 && b <= 0xF4 ? 4 : 0;
+    std::size_t n = b < 0x80                 ? 1
+                    : b >= 0xC2 && b < 0xE0  ? 2
+                    : b >= 0xE0 && b < 0xF0  ? 3
+                    : b >= 0xF0 && b <= 0xF4 ? 4
+                                             : 0;
     if (n == 0 || i + n > s.size()) return false;
     std::uint32_t cp = n == 1 ? b : b & (0x7F >> n);
     for (std::size_t k = 1; k < n; ++k) {
@@ -90,7 +94,8 @@ class Line {
   std::string name() {
     std::size_t start = at_;
     auto ok = [](char c, bool first) {
-      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' || (!first && c >= '0' && c <= '9');
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
+             (!first && c >= '0' && c <= '9');
     };
     while (at_ < text_.size() && ok(text_[at_], at_ == start)) ++at_;
     if (at_ == start) fail("expected a name");
@@ -125,9 +130,12 @@ class Line {
       }
       if (at_ == text_.size()) fail("backslash at the end");
       char e = text_[at_++];
-      if (e == 'n') out += '\n';
-      else if (e == '\\' || e == '"') out += e;
-      else fail("bad escape");
+      if (e == 'n')
+        out += '\n';
+      else if (e == '\\' || e == '"')
+        out += e;
+      else
+        fail("bad escape");
     }
     return out;
   }

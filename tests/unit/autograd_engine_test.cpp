@@ -570,7 +570,7 @@ TEST(EngineNodeSeconds, FoldsNamesPastTheCapIntoOther) {
   gm::Registry registry;
   ga::Engine engine(ga::EngineOptions{&registry, 100, 1});
   std::vector<std::string> names;  // node names are static in real nodes; these outlive the pass
-  names.reserve(70);                // no reallocation: the nodes keep c_str()
+  names.reserve(70);               // no reallocation: the nodes keep c_str()
   for (int i = 0; i < 70; ++i) names.push_back("Custom" + std::to_string(i) + "Backward");
   Tensor like = Tensor::ones(Shape{1});
   std::vector<ga::Edge> next;

@@ -22,9 +22,9 @@ gm::FamilySnapshot latency_family() {
   s.histogram.buckets = {2, 1, 1};
   s.histogram.count = 4;
   s.histogram.sum = 0.5;
-  s.histogram.exemplars = {gm::Exemplar{{{"trace_id", std::string(32, 'a')}, {"span_id", std::string(16, 'b')}},
-                                        0.0005, 1700000000.123},
-                           std::nullopt, std::nullopt};
+  s.histogram.exemplars = {
+      gm::Exemplar{{{"trace_id", std::string(32, 'a')}, {"span_id", std::string(16, 'b')}}, 0.0005, 1700000000.123},
+      std::nullopt, std::nullopt};
   return {"glassbox_test_seconds", "Latency", gm::MetricType::histogram, {s}};
 }
 
@@ -58,7 +58,9 @@ TEST(OpenMetrics, WritesCountersGaugesAndHistogramsWithExemplarsEndingInEof) {
 }
 
 TEST(OpenMetrics, EscapesLabelValuesAndHelpAndReplacesBytesThatAreNotUtf8) {
-  gm::Snapshot snap{{"glassbox_test_total", "a \"quoted\"\nback\\slash", gm::MetricType::counter,
+  gm::Snapshot snap{{"glassbox_test_total",
+                     "a \"quoted\"\nback\\slash",
+                     gm::MetricType::counter,
                      {{{{"path", "C:\\dir\n\"x\"\xff\xc3(é"}}, 1, {}}}}};
   auto text = parse_openmetrics(gd::openmetrics_text(snap));
   ASSERT_EQ(text.families.size(), 1u);
@@ -78,7 +80,9 @@ TEST(OpenMetrics, LeavesOutAnExemplarOverTheLimitOf128Characters) {
 }
 
 TEST(OpenMetrics, WritesInfinitiesAndNaN) {
-  gm::Snapshot snap{{"glassbox_test_value", "v", gm::MetricType::gauge,
+  gm::Snapshot snap{{"glassbox_test_value",
+                     "v",
+                     gm::MetricType::gauge,
                      {{{{"k", "a"}}, INFINITY, {}}, {{{"k", "b"}}, -INFINITY, {}}, {{{"k", "c"}}, NAN, {}}}}};
   auto text = parse_openmetrics(gd::openmetrics_text(snap));
   ASSERT_EQ(text.samples.size(), 3u);

@@ -5,8 +5,8 @@
 // the series are capped: past kMaxNodeNames names on one device, the rest
 // share the series node="other", which counts them.
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -30,7 +30,7 @@ class NodeSeconds {
   std::string device_;
   std::mutex mu_;
   std::map<const char*, metrics::Histogram> by_address_;  // name() returns a static string
-  std::set<std::string, std::less<>> names_;             // distinct names given a series of their own
+  std::set<std::string, std::less<>> names_;              // distinct names given a series of their own
   std::optional<metrics::Histogram> other_;
 };
 

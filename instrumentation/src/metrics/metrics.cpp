@@ -34,7 +34,8 @@ Histogram Histogram::create(const Config& config) {
   std::size_t buckets = config.upper_bounds->size() + 1;
   detail::CellId first = detail::allocate_cells(buckets, detail::CellKind::u64);
   detail::allocate_cells(1, detail::CellKind::f64);  // the sum, right after the buckets
-  return Histogram(config.upper_bounds, first, std::shared_ptr<detail::ExemplarSlot[]>(new detail::ExemplarSlot[buckets]));
+  return Histogram(config.upper_bounds, first,
+                   std::shared_ptr<detail::ExemplarSlot[]>(new detail::ExemplarSlot[buckets]));
 }
 
 HistogramValue Histogram::value() const {

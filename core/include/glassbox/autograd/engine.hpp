@@ -17,8 +17,8 @@
 // Thread-safety: execute may be called from any number of threads at once.
 // Destroy an engine only when no execute is running.
 #include <cstddef>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
