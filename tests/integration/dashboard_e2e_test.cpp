@@ -175,9 +175,11 @@ std::vector<std::string> exemplar_trace_ids(httplib::Client& api, const std::str
     return {};
   }
   std::vector<std::string> ids;
-  for (const auto& series : json::parse(res->body)["data"]) {
+  const json body = json::parse(res->body);  // kept: a range-for over a temporary's member would dangle
+  for (const auto& series : body["data"]) {
     for (const auto& e : series["exemplars"]) ids.push_back(e["labels"].value("trace_id", ""));
   }
+  if (ids.empty()) problem = "Prometheus answered " + res->body.substr(0, 2000);
   return ids;
 }
 
@@ -257,9 +259,10 @@ TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
     exemplars[selector] = exemplar_trace_ids(api, selector, problem);
     EXPECT_FALSE(exemplars[selector].empty()) << "no exemplars stored for " << selector << " " << problem;
   }
+  const auto demo_pid = static_cast<std::uint64_t>(demo.pid());
   demo.signal(SIGINT);
   EXPECT_EQ(demo.wait(30s), 0) << "the demo did not stop cleanly on SIGINT:\n" << tail(demo.log());
-  const auto trace = glassbox::testing::read_trace_file((dir.path / "trace.json").string(), demo.pid());
+  const auto trace = glassbox::testing::read_trace_file((dir.path / "trace.json").string(), demo_pid);
   std::set<std::string> traces;
   for (const auto& slice : trace.slices) traces.insert(slice.args.value("trace_id", ""));
   for (const auto& [selector, ids] : exemplars) {
