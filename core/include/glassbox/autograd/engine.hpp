@@ -37,7 +37,7 @@ struct EngineOptions {
   /// (its exemplar), and of the others one in about this many, chosen at
   /// random: timing costs two clock reads, which the rest are spared.
   /// 1 times every node.
-  std::uint32_t node_timing_interval = 16;
+  std::uint32_t node_timing_interval = 64;
 };
 
 class Engine {
