@@ -2,6 +2,7 @@
 // with every glassbox part in play, and serves /metrics while it runs.
 //
 //   glassbox-demo --steps 150 --threads 4 --device auto
+//   open http://127.0.0.1:9464/ (the live page), or
 //   curl -s http://127.0.0.1:9464/metrics | grep glassbox_
 #include <unistd.h>
 #include <CLI/CLI.hpp>
@@ -68,6 +69,14 @@ int run(const Options& o) {
     popts.address = o.metrics_addr;
   }
   glassbox::exporters::PrometheusExporter exporter(popts);
+  // First, so a newcomer sees the runtime move before anything else.
+  if (exporter.page_url().empty()) {
+    std::printf("glassbox-demo: live page off (GLASSBOX_METRICS_UI=false)\n");
+  } else {
+    std::printf("glassbox-demo: live page at %s (open it in a browser; no Grafana needed)\n",
+                exporter.page_url().c_str());
+  }
+  std::fflush(stdout);
   // Flushed and closed when run() returns, also after SIGINT/SIGTERM.
   auto tracing = demo::TracingSetup::from_env();
   auto runtime = demo::make_runtime(resolve_device(o.device));

@@ -15,6 +15,7 @@
 #include "http_router.hpp"
 #include "http_server.hpp"
 #include "listen_socket.hpp"
+#include "live_page.hpp"
 #include "server_metrics.hpp"
 #include "tls_context.hpp"
 
@@ -131,6 +132,7 @@ detail::HttpRouter make_router(const PrometheusOptions& o) {
   detail::HttpRouter router(o.basic_auth);
   const metrics::Registry& registry = *o.registry;
   router.add("/metrics", [&registry](const detail::HttpRequest& r) { return metrics_page(registry, r); });
+  if (o.live_page) router.add("/", [](const detail::HttpRequest&) { return detail::live_page(); });
   return router;
 }
 
@@ -158,6 +160,7 @@ PrometheusOptions PrometheusOptions::from_env() {
   if (auto v = detail::env("GLASSBOX_METRICS_ALLOW_UNAUTHENTICATED")) {
     o.allow_unauthenticated = detail::parse_bool(*v, "GLASSBOX_METRICS_ALLOW_UNAUTHENTICATED");
   }
+  if (auto v = detail::env("GLASSBOX_METRICS_UI")) o.live_page = detail::parse_bool(*v, "GLASSBOX_METRICS_UI");
   return o;
 }
 
@@ -180,9 +183,13 @@ PrometheusExporter::PrometheusExporter(PrometheusOptions options) : options_(std
 
 PrometheusExporter::~PrometheusExporter() = default;
 
-std::string PrometheusExporter::url() const {
+std::string PrometheusExporter::url() const { return origin() + "/metrics"; }
+
+std::string PrometheusExporter::page_url() const { return options_.live_page ? origin() + "/" : ""; }
+
+std::string PrometheusExporter::origin() const {
   std::string host = options_.address.substr(0, options_.address.rfind(':'));
-  return (options_.tls ? "https://" : "http://") + host + ":" + std::to_string(port_) + "/metrics";
+  return (options_.tls ? "https://" : "http://") + host + ":" + std::to_string(port_);
 }
 
 }  // namespace glassbox::exporters

@@ -11,49 +11,22 @@
 #include <sstream>
 
 #include "grafana_dashboard.hpp"
+#include "metric_families.hpp"
 #include "promql_selectors.hpp"
 #include "source_dir.hpp"
 
 namespace fs = std::filesystem;
 using glassbox::testing::dashboard_panels;
 using glassbox::testing::dashboard_queries;
+using glassbox::testing::families_in_code;
 using glassbox::testing::promql_selectors;
+using glassbox::testing::read_text;
 using nlohmann::json;
 
 namespace {
 
 fs::path dashboard_file() {
   return glassbox::testing::source_dir() / "dashboards/grafana/dashboards/glassbox-runtime.json";
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-/// Family name -> counter, gauge or histogram, from every registry call
-/// (`counter("glassbox_...")`, `gauge(`, `up_down_counter(`, `histogram(`)
-/// in the library sources.
-const std::map<std::string, std::string>& families_in_code() {
-  static const std::map<std::string, std::string> families = [] {
-    static const std::regex call(R"re(\b(counter|gauge|up_down_counter|histogram)\(\s*"(glassbox_[a-z0-9_]+)")re");
-    std::map<std::string, std::string> out;
-    for (const char* dir : {"instrumentation", "core", "cuda", "exporters"}) {
-      for (const auto& e : fs::recursive_directory_iterator(glassbox::testing::source_dir() / dir)) {
-        const auto ext = e.path().extension();
-        if (ext != ".cpp" && ext != ".hpp") continue;
-        const std::string text = read_text(e.path());
-        for (std::sregex_iterator m(text.begin(), text.end(), call), end; m != end; ++m) {
-          const std::string kind = (*m)[1];
-          out[(*m)[2]] = kind == "up_down_counter" ? "gauge" : kind;
-        }
-      }
-    }
-    return out;
-  }();
-  return families;
 }
 
 /// What a series name is: the family's type, "histogram series" for a

@@ -47,6 +47,7 @@ TEST_P(DemoSignal, TheTraceFileIsValidAfterTheSignal) {
   std::string path = temp_path(std::to_string(GetParam()));
   ChildProcess demo(glassbox::testing::demo_path(), kArgs,
                     {"GLASSBOX_TRACE_FILE=" + path, "OTEL_BSP_SCHEDULE_DELAY=50"});
+  demo.read_line();  // the live page's URL
   std::string banner = demo.read_line();
   EXPECT_NE(banner.find("traces: file " + path), std::string::npos) << banner;
   ASSERT_TRUE(wait_for_text(path, "glassbox.demo.round", 20s)) << "no round span reached the file";
@@ -76,6 +77,7 @@ TEST(DemoTracing, OtlpAndTheTraceFileReceiveTheSameSpans) {
       {"--iterations", "3", "--threads", "2", "--interval-ms", "0", "--device", "cpu", "--metrics-addr", "127.0.0.1:0"},
       {"GLASSBOX_TRACE_FILE=" + path, "OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.base_url(),
        "OTEL_SERVICE_NAME=demo-under-test"});
+  demo.read_line();  // the live page's URL
   std::string banner = demo.read_line();
   EXPECT_NE(banner.find("otlp -> " + collector.traces_url()), std::string::npos) << banner;
   std::uint64_t pid = demo.pid();
