@@ -99,11 +99,12 @@ std::size_t characters(std::string_view s) {
   return count;
 }
 
+// Room for any double in fixed notation (309 digits before the point).
 template <class T>
 void write_chars(std::string& out, T value, auto... format) {
-  char buffer[64];
+  char buffer[400];
   auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value, format...);
-  out.append(buffer, end);
+  out.append(buffer, ec == std::errc() ? end : buffer);
 }
 
 // 16 significant digits, as prometheus-cpp writes the 0.0.4 text, so a bucket's
@@ -147,6 +148,7 @@ void write_exemplar(std::string& out, const metrics::Exemplar& e) {
   write_labels(out, e.labels);
   out += ' ';
   write_number(out, e.value);
+  if (!std::isfinite(e.timestamp)) return;  // optional, and OpenMetrics has no NaN or Inf time
   out += ' ';
   write_chars(out, e.timestamp, std::chars_format::fixed, 3);
 }

@@ -112,3 +112,17 @@ TEST(OpenMetricsAccept, AnythingElseKeepsThe004Text) {
   EXPECT_FALSE(gd::accepts_openmetrics("application/openmetrics-text;q=0.4, text/plain;q=0.5"));
   EXPECT_TRUE(gd::accepts_openmetrics("application/openmetrics-text;q=0.5, text/plain;q=0.5"));
 }
+
+// Found by openmetrics_fuzz: a timestamp too long for the number buffer wrote
+// the buffer's garbage into the text.
+TEST(OpenMetrics, WritesAnyExemplarTimestampWholeOrNotAtAll) {
+  gm::FamilySnapshot f = latency_family();
+  f.series[0].histogram.exemplars[0]->timestamp = 1e300;
+  auto text = parse_openmetrics(gd::openmetrics_text({f}));
+  ASSERT_TRUE(text.samples[0].exemplar);
+  EXPECT_EQ(text.samples[0].exemplar->timestamp.size(), 301u + 4u);  // 301 digits, then ".000"
+  f.series[0].histogram.exemplars[0]->timestamp = NAN;
+  text = parse_openmetrics(gd::openmetrics_text({f}));
+  ASSERT_TRUE(text.samples[0].exemplar);
+  EXPECT_EQ(text.samples[0].exemplar->timestamp, "");
+}
