@@ -10,6 +10,7 @@
 
 #include "env_values.hpp"
 #include "glassbox/error.hpp"
+#include "glassbox/exporters/detail/openmetrics.hpp"
 #include "gzip.hpp"
 #include "http_router.hpp"
 #include "http_server.hpp"
@@ -64,9 +65,9 @@ prometheus::ClientMetric to_prometheus(const metrics::SeriesSnapshot& s, metrics
   return m;
 }
 
-std::string exposition_text(const metrics::Registry& registry) {
+std::string exposition_text(const metrics::Snapshot& snapshot) {
   std::vector<prometheus::MetricFamily> families;
-  for (const auto& f : registry.snapshot()) {
+  for (const auto& f : snapshot) {
     if (f.series.empty()) continue;  // declared, nothing recorded yet
     prometheus::MetricFamily pf{f.name, f.help, to_prometheus(f.type), {}};
     for (const auto& s : f.series) pf.metric.push_back(to_prometheus(s, f.type));
@@ -94,16 +95,22 @@ bool accepts_gzip(std::string_view accept_encoding) {
   return false;
 }
 
-// Prometheus asks for gzip, which makes a scrape several times smaller on the wire.
+// Prometheus asks for gzip, which makes a scrape several times smaller on the
+// wire, and for OpenMetrics, the format with exemplars.
 detail::HttpResponse metrics_page(const metrics::Registry& registry, const detail::HttpRequest& request) {
   detail::HttpResponse r;
-  r.content_type = kExpositionType;
-  r.body = exposition_text(registry);
+  if (detail::accepts_openmetrics(request.header("Accept"))) {
+    r.content_type = detail::kOpenMetricsContentType;
+    r.body = detail::openmetrics_text(registry.snapshot());
+  } else {
+    r.content_type = kExpositionType;
+    r.body = exposition_text(registry.snapshot());
+  }
   if (accepts_gzip(request.header("Accept-Encoding"))) {
     r.body = detail::gzip(r.body);
     r.headers.emplace_back("Content-Encoding", "gzip");
   }
-  r.headers.emplace_back("Vary", "Accept-Encoding");
+  r.headers.emplace_back("Vary", "Accept, Accept-Encoding");
   return r;
 }
 

@@ -10,7 +10,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <regex>
+#include <set>
+#include <sstream>
 
 #include "child_process.hpp"
 #include "demo_path.hpp"
@@ -18,6 +23,7 @@
 #include "live_prometheus.hpp"
 #include "otlp_collector.hpp"
 #include "source_dir.hpp"
+#include "trace_file_reader.hpp"
 
 using glassbox::testing::ChildProcess;
 using glassbox::testing::DashboardQuery;
@@ -120,6 +126,31 @@ std::string unhealthy_rules(httplib::Client& api, std::size_t& loaded) {
   return out;
 }
 
+/// The histograms whose buckets carry exemplars, as the dashboard's latency panels ask for them.
+const std::vector<std::string> kExemplarHistograms = {"glassbox_autograd_backward_seconds_bucket",
+                                                      "glassbox_autograd_node_seconds_bucket"};
+
+/// The trace ids of the exemplars Prometheus stored for `selector` over the
+/// last hour, the way Grafana's exemplar query asks for them.
+std::vector<std::string> exemplar_trace_ids(httplib::Client& api, const std::string& selector, std::string& problem) {
+  const auto now = std::chrono::system_clock::now();
+  auto seconds = [](auto t) { return std::to_string(std::chrono::system_clock::to_time_t(t)); };
+  auto res = api.Get("/api/v1/query_exemplars",
+                     httplib::Params{{"query", selector}, {"start", seconds(now - 1h)}, {"end", seconds(now + 1min)}},
+                     httplib::Headers{});
+  if (!res || res->status != 200) {
+    problem = res ? "HTTP " + std::to_string(res->status) + ": " + res->body : "no answer";
+    return {};
+  }
+  std::vector<std::string> ids;
+  const json body = json::parse(res->body);  // kept: a range-for over a temporary's member would dangle
+  for (const auto& series : body["data"]) {
+    for (const auto& e : series["exemplars"]) ids.push_back(e["labels"].value("trace_id", ""));
+  }
+  if (ids.empty()) problem = "Prometheus answered " + res->body.substr(0, 2000);
+  return ids;
+}
+
 }  // namespace
 
 TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
@@ -177,8 +208,26 @@ TEST(DashboardEndToEnd, EveryDashboardExpressionReturnsDataFromTheDemo) {
   EXPECT_GE(rules, 4u) << "alerts.yml was not loaded:\n" << prometheus.process().log();
   EXPECT_EQ(bad_rules, "") << "alert rules failed to evaluate against live data:\n" << bad_rules;
 
+  // Exemplars: Prometheus negotiated OpenMetrics and stored the buckets'
+  // exemplars; every trace id among them is a trace in the demo's trace file
+  // (read once the demo has stopped and flushed it), which is what a click on
+  // an exemplar in Grafana opens in Jaeger.
+  std::map<std::string, std::vector<std::string>> exemplars;
+  for (const auto& selector : kExemplarHistograms) {
+    std::string problem;
+    exemplars[selector] = exemplar_trace_ids(api, selector, problem);
+    EXPECT_FALSE(exemplars[selector].empty()) << "no exemplars stored for " << selector << " " << problem;
+  }
+  const auto demo_pid = static_cast<std::uint64_t>(demo.pid());
   demo.signal(SIGINT);
   EXPECT_EQ(demo.wait(30s), 0) << "the demo did not stop cleanly on SIGINT:\n" << log_tail(demo.log());
+  const auto trace = glassbox::testing::read_trace_file((dir.path / "trace.json").string(), demo_pid);
+  std::set<std::string> traces;
+  for (const auto& slice : trace.slices) traces.insert(slice.args.value("trace_id", ""));
+  for (const auto& [selector, ids] : exemplars) {
+    for (const auto& id : ids)
+      EXPECT_TRUE(traces.contains(id)) << selector << " exemplar trace " << id << " is not in the trace file";
+  }
   prometheus.process().signal(SIGTERM);
   EXPECT_EQ(prometheus.process().wait(30s), 0) << "Prometheus did not stop cleanly on SIGTERM:\n"
                                                << log_tail(prometheus.process().log());

@@ -78,7 +78,9 @@ class LivePrometheus {
   explicit LivePrometheus(const std::filesystem::path& dir)
       : process_(GLASSBOX_PROMETHEUS,
                  {"--config.file=" + (dir / "prometheus.yml").string(),
-                  "--storage.tsdb.path=" + (dir / "tsdb").string(), "--web.listen-address=127.0.0.1:0"},
+                  "--storage.tsdb.path=" + (dir / "tsdb").string(), "--web.listen-address=127.0.0.1:0",
+                  // Stores the exemplars /metrics sends in OpenMetrics (the dashboard test reads them back).
+                  "--enable-feature=exemplar-storage"},
                  {}, (dir / "prometheus.log").string()) {
     address_ = process_.wait_for_log(std::regex(R"(msg="Listening on" address=(127\.0\.0\.1:[0-9]+))"),
                                      std::chrono::seconds(60));

@@ -17,6 +17,7 @@
 #include "glassbox/nvtx/range.hpp"
 #include "glassbox/trace/context.hpp"
 #include "glassbox/trace/span.hpp"
+#include "node_seconds.hpp"
 #include "reentrant_pool.hpp"
 
 namespace glassbox::autograd {
@@ -31,6 +32,29 @@ struct ThreadState {
   Engine* engine = nullptr;
 };
 thread_local ThreadState tl;
+
+// Whether the node about to run on this thread is timed: every node under a
+// sampled span, and, of the rest, one after a random gap averaging `interval`
+// (uniform in [0, 2 * interval - 2] untimed nodes; random so that no graph
+// whose node kinds repeat with some period is timed at one kind only). An
+// untimed node pays a thread-local countdown instead of two clock reads.
+thread_local std::uint32_t tl_untimed_left = 0;
+thread_local std::uint32_t tl_timing_rng = 0x9e3779b9u;
+
+bool time_this_node(bool sampled, std::uint32_t interval) noexcept {
+  if (sampled || interval <= 1) return true;  // the countdown is the thread's, across engines
+  if (tl_untimed_left > 0) {
+    --tl_untimed_left;
+    return false;
+  }
+  std::uint32_t x = tl_timing_rng;  // xorshift32
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  tl_timing_rng = x;
+  tl_untimed_left = x % (2 * interval - 1);
+  return true;
+}
 
 // Makes the calling thread a server of `queue` for one (possibly nested) run loop.
 class ServingScope {
@@ -184,7 +208,8 @@ struct Engine::Impl {
       : self(owner),
         registry(options.registry ? *options.registry : metrics::Registry::global()),
         metrics(EngineMetrics::resolve(registry)),
-        max_stack_depth(options.max_stack_depth) {}
+        max_stack_depth(options.max_stack_depth),
+        node_timing_interval(options.node_timing_interval) {}
 
   ~Impl() {
     for (const auto& q : device_queues_owned) q->push(NodeTask::shutdown());
@@ -279,11 +304,17 @@ struct Engine::Impl {
       }
       CurrentTaskScope current(g);
       NoGradGuard no_grad;  // backward formulas record nothing (no double backward yet)
+      const bool timed = time_this_node(g.trace_parent.sampled, node_timing_interval);
+      auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       try {
         evaluate(t.graph_task, node, std::move(t.inputs).take());
       } catch (...) {
         g.record_error(node.name(), std::current_exception());
         if (span) span->set_status(trace::StatusCode::error, "backward failed");
+      }
+      if (timed) {  // while the node's span is current: it becomes the bucket's exemplar
+        std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+        q.metrics().node_seconds->of(node.name()).observe(took.count());
       }
       q.metrics().nodes_executed.inc();
       if (span) g.nodes_run.fetch_add(1, std::memory_order_relaxed);  // only the sampled span reports it
@@ -346,6 +377,7 @@ struct Engine::Impl {
   metrics::Registry& registry;
   EngineMetrics metrics;
   const int max_stack_depth;
+  const std::uint32_t node_timing_interval;
   std::array<std::atomic<ReadyQueue*>, kMaxDevices> device_queues{};
   std::mutex workers_mu;
   std::vector<std::shared_ptr<ReadyQueue>> device_queues_owned;
