@@ -21,12 +21,12 @@ test: build
 	-./scripts/install-otlp-decoder $(BUILD)/otlp-decoder
 	ctest --test-dir $(BUILD) -j $(JOBS) --output-on-failure --timeout 600
 
-# The demo writes a Perfetto trace unless GLASSBOX_TRACE_FILE says otherwise.
+# The demo prints its live page's URL first (/ of the metrics port), and
+# writes a Perfetto trace unless GLASSBOX_TRACE_FILE says otherwise (its
+# banner names the file).
 DEMO_TRACE ?= $(BUILD)/glassbox-demo-trace.json
 demo: build
-	@trace="$${GLASSBOX_TRACE_FILE:-$(DEMO_TRACE)}"; \
-	echo "glassbox-demo: Perfetto trace -> $$trace (open it at https://ui.perfetto.dev)"; \
-	GLASSBOX_TRACE_FILE="$$trace" $(BUILD)/bin/glassbox-demo $(DEMO_ARGS)
+	@GLASSBOX_TRACE_FILE="$${GLASSBOX_TRACE_FILE:-$(DEMO_TRACE)}" $(BUILD)/bin/glassbox-demo $(DEMO_ARGS)
 
 clean:
 	rm -rf $(BUILD)

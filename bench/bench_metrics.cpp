@@ -10,6 +10,7 @@
 
 #include "bench_util.hpp"
 #include "glassbox/metrics/registry.hpp"
+#include "glassbox/trace/context.hpp"
 
 namespace {
 
@@ -64,6 +65,22 @@ void BM_HistogramObserve(benchmark::State& state) {
   run_updates(state, [&values](std::size_t i) { histogram.observe(values[i % kValueCount]); });
 }
 BENCHMARK(BM_HistogramObserve)->Apply(glassbox::bench::thread_sweep);
+
+// Every observe() inside a sampled span: each one also writes its bucket's
+// exemplar (a seqlock slot, the wall clock). Threads share the slots, so this
+// is also what racing writers cost one another.
+void BM_HistogramObserveWithExemplar(benchmark::State& state) {
+  static const gm::Histogram histogram =
+      bench_registry().histogram("bench_exemplar_seconds", "help", {}, latency_buckets()).with();
+  glassbox::trace::SpanContext sampled;
+  sampled.trace_id.bytes.fill(0xab);
+  sampled.span_id.bytes.fill(0xcd);
+  sampled.sampled = true;
+  glassbox::trace::ContextScope scope(sampled);
+  const std::vector<double>& values = observed_values();
+  run_updates(state, [&values](std::size_t i) { histogram.observe(values[i % kValueCount]); });
+}
+BENCHMARK(BM_HistogramObserveWithExemplar)->Apply(glassbox::bench::thread_sweep);
 
 void BM_GaugeAdd(benchmark::State& state) {
   static const gm::Gauge gauge = bench_registry().gauge("bench_level", "help").with();

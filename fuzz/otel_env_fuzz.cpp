@@ -1,5 +1,6 @@
 // The OTEL_* variables' parsing, through the entry points a service calls
-// (OtlpHttpOptions::from_env, BatchOptions::from_env, Resource::from_env).
+// (OtlpHttpOptions::from_env, OtlpMetricOptions::from_env,
+// otlp_metrics_enabled_in_env, BatchOptions::from_env, Resource::from_env).
 // Input: one line per variable, in kVariables' order; a missing line leaves
 // the variable unset. Every input either yields options or throws a
 // ConfigError whose message names an OTEL_ variable; nothing else escapes.
@@ -14,18 +15,31 @@
 #include "glassbox/error.hpp"
 #include "glassbox/exporters/batch_span_processor.hpp"
 #include "glassbox/exporters/otlp_http_exporter.hpp"
+#include "glassbox/exporters/otlp_metric_exporter.hpp"
 #include "glassbox/exporters/resource.hpp"
 
 namespace {
 
 constexpr const char* kVariables[] = {
-    "OTEL_EXPORTER_OTLP_ENDPOINT",    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_HEADERS",     "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
-    "OTEL_EXPORTER_OTLP_TIMEOUT",     "OTEL_EXPORTER_OTLP_COMPRESSION",
-    "OTEL_EXPORTER_OTLP_PROTOCOL",    "OTEL_SERVICE_NAME",
-    "OTEL_RESOURCE_ATTRIBUTES",       "OTEL_BSP_MAX_QUEUE_SIZE",
-    "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "OTEL_BSP_SCHEDULE_DELAY",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    "OTEL_EXPORTER_OTLP_TIMEOUT",
+    "OTEL_EXPORTER_OTLP_COMPRESSION",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_SERVICE_NAME",
+    "OTEL_RESOURCE_ATTRIBUTES",
+    "OTEL_BSP_MAX_QUEUE_SIZE",
+    "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+    "OTEL_BSP_SCHEDULE_DELAY",
     "OTEL_BSP_EXPORT_TIMEOUT",
+    // Added after the corpus was made, so its inputs keep their meaning.
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+    "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION",
+    "OTEL_METRICS_EXPORTER",
+    "OTEL_METRIC_EXPORT_INTERVAL",
 };
 
 // setenv() stops at a NUL, as a real environment would.
@@ -65,6 +79,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto b = glassbox::exporters::BatchOptions::from_env();
     fuzz_check(b.max_export_batch_size <= b.max_queue_size, "a batch fits in the queue");
   });
+  parse_or_name_the_variable([] {
+    auto m = glassbox::exporters::OtlpMetricOptions::from_env();
+    fuzz_check(m.interval.count() >= 1, "the metric export interval is at least 1 ms");
+  });
+  parse_or_name_the_variable([] { (void)glassbox::exporters::otlp_metrics_enabled_in_env(); });
   parse_or_name_the_variable([] { (void)glassbox::exporters::Resource::from_env(); });
   return 0;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Checks an OTLP/HTTP JSON trace request (an ExportTraceServiceRequest) with
-// the OpenTelemetry project's own decoder: the protobufjs classes generated
+// Checks an OTLP/HTTP JSON request, traces (an ExportTraceServiceRequest) or
+// metrics (an ExportMetricsServiceRequest, told by its resourceMetrics key),
+// with the OpenTelemetry project's own decoder: the protobufjs classes generated
 // from opentelemetry-proto that ship inside @opentelemetry/otlp-transformer.
 //
 //   scripts/install-otlp-decoder build/otlp-decoder
@@ -23,7 +24,7 @@ if (!payloadPath || !modules) {
   process.exit(2);
 }
 const root = require(path.join(modules, '@opentelemetry/otlp-transformer/build/src/generated/root.js'));
-const Request = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+const collector = root.opentelemetry.proto.collector;
 const ID_KEYS = new Set(['traceId', 'spanId', 'parentSpanId']);
 
 // Applies `convert` to every id field, at any depth.
@@ -63,6 +64,10 @@ function difference(a, b, where = '$') {
 
 try {
   const payload = JSON.parse(fs.readFileSync(payloadPath, 'utf8'));
+  const metrics = payload !== null && typeof payload === 'object' && 'resourceMetrics' in payload;
+  const Request = metrics
+    ? collector.metrics.v1.ExportMetricsServiceRequest
+    : collector.trace.v1.ExportTraceServiceRequest;
   const message = Request.fromObject(mapIds(payload, hexToBytes));
   const invalid = Request.verify(message);
   if (invalid) throw new Error(`schema: ${invalid}`);
@@ -70,8 +75,14 @@ try {
   const back = mapIds(Request.toObject(decoded, { json: true, longs: String, enums: Number }), base64ToHex);
   const d = difference(payload, back);
   if (d) throw new Error(`the payload does not survive a protobuf round trip: ${d}`);
-  const spans = decoded.resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans)).length;
-  console.log(`ok: ${decoded.resourceSpans.length} resourceSpans, ${spans} spans`);
+  if (metrics) {
+    const all = decoded.resourceMetrics.flatMap((rm) => rm.scopeMetrics.flatMap((sm) => sm.metrics));
+    const points = all.reduce((n, m) => n + (m[m.data] ? m[m.data].dataPoints.length : 0), 0);
+    console.log(`ok: ${decoded.resourceMetrics.length} resourceMetrics, ${all.length} metrics, ${points} dataPoints`);
+  } else {
+    const spans = decoded.resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans)).length;
+    console.log(`ok: ${decoded.resourceSpans.length} resourceSpans, ${spans} spans`);
+  }
 } catch (e) {
   console.error(`invalid OTLP JSON: ${e.message}`);
   process.exit(1);

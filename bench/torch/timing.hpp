@@ -108,6 +108,28 @@ ChurnRates median_churn_rates(Fn fn, int threads, int steps, int reps = 7) {
   return {median(cycle), median(first)};
 }
 
+/// Steps that each end with the GPU done (a training step ending in a loss
+/// read back): warm-up, then the median steps per second over `reps`
+/// repetitions of about `rep_seconds` each, sized from the last warm-up
+/// steps. bench/torch/training_step.py times PyTorch's step the same way.
+template <class Step>
+double median_steps_per_second(Step step, double rep_seconds = 0.25, int reps = 5) {
+  constexpr int warmup = 20, calibration = 10, min_steps = 10;
+  using clock = std::chrono::steady_clock;
+  for (int i = 0; i < warmup - calibration; ++i) step();
+  auto t0 = clock::now();
+  for (int i = 0; i < calibration; ++i) step();
+  const double per_step = std::chrono::duration<double>(clock::now() - t0).count() / calibration;
+  const long steps = std::max<long>(min_steps, static_cast<long>(rep_seconds / per_step));
+  std::vector<double> rates;
+  for (int r = 0; r < reps; ++r) {
+    t0 = clock::now();
+    for (long i = 0; i < steps; ++i) step();
+    rates.push_back(static_cast<double>(steps) / std::chrono::duration<double>(clock::now() - t0).count());
+  }
+  return median(rates);
+}
+
 /// Whether a comparison program should measure `metric`: its command line
 /// names the metrics to measure, all of them when it names none.
 inline bool wanted(int argc, char** argv, const char* metric) {
@@ -161,20 +183,35 @@ void report_driver_calls(const char* side, const char* metric, Fn fn, long calls
 inline constexpr int kThreadSweep[] = {1, 2, 4, 8, 16};
 inline constexpr int kShortThreadSweep[] = {1, 4, 16};
 
-/// Calibrates `fn` on one thread, then reports its median rate at each of
-/// `threads` thread counts.
+/// Calls per thread for a repetition of about 50 ms at `threads` threads,
+/// from one probe repetition there: contention slows a side's calls up to
+/// 100x at 16 threads, and the one-thread count would then take seconds per
+/// repetition (minutes per sweep) without measuring anything better.
+template <class Fn>
+long calibrate_at(Fn fn, int threads, long one_thread_calls) {
+  if (threads == 1) return one_thread_calls;
+  const long probe = std::max(1000L, one_thread_calls / 20);
+  const double total_rate = median_calls_per_second(fn, threads, probe, 1);
+  return std::max(probe, static_cast<long>(total_rate * 0.05 / threads));
+}
+
+/// Calibrates `fn` at each of `threads` thread counts, then reports its
+/// median rate there.
 /// With the call counter loaded, reports driver calls per call instead.
 template <class Fn>
 void report_sweep(const char* side, const char* metric, Fn fn, std::span<const int> threads = kThreadSweep) {
   if (driver_call_counter() != nullptr) return report_driver_calls(side, metric, fn);
   const long calls = calibrate(fn);
-  for (int t : threads) report(side, metric, t, median_calls_per_second(fn, t, calls));
+  for (int t : threads) report(side, metric, t, median_calls_per_second(fn, t, calibrate_at(fn, t, calls)));
 }
 
 /// The churn sweep both sides run: 1, 4 and 16 threads a step, 512 threads a
 /// repetition; reports `metric`_cycle and `metric`_first_call.
+/// Nothing when the call counter is loaded: the counting pass reports warm
+/// calls only (report_sweep), and a timing taken under it would count as a run.
 template <class Fn>
 void report_churn(const char* side, const std::string& metric, Fn fn) {
+  if (driver_call_counter() != nullptr) return;
   for (int threads : {1, 4, 16}) {
     ChurnRates rates = median_churn_rates(fn, threads, 512 / threads);
     report(side, (metric + "_cycle").c_str(), threads, rates.threads_per_second);

@@ -2,6 +2,7 @@
 // with every glassbox part in play, and serves /metrics while it runs.
 //
 //   glassbox-demo --steps 150 --threads 4 --device auto
+//   open http://127.0.0.1:9464/ (the live page), or
 //   curl -s http://127.0.0.1:9464/metrics | grep glassbox_
 #include <unistd.h>
 #include <CLI/CLI.hpp>
@@ -10,9 +11,11 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <memory>
 #include <thread>
 
 #include "data.hpp"
+#include "glassbox/exporters/otlp_metric_exporter.hpp"
 #include "glassbox/exporters/prometheus_exporter.hpp"
 #include "glassbox/metrics/registry.hpp"
 #include "glassbox/trace/span.hpp"
@@ -54,6 +57,20 @@ std::string resolve_device(const std::string& requested) {
 #endif
 }
 
+// OTLP metric push beside /metrics when OTEL_METRICS_EXPORTER=otlp: what a
+// fleet behind an OpenTelemetry Collector uses instead of scrapes.
+std::unique_ptr<glassbox::exporters::OtlpMetricExporter> start_metrics_push(std::string& description) {
+  namespace ge = glassbox::exporters;
+  if (!ge::otlp_metrics_enabled_in_env()) {
+    description = "metrics push: off";
+    return nullptr;
+  }
+  auto options = ge::OtlpMetricOptions::from_env();
+  description =
+      "metrics push: otlp -> " + options.http.url + " every " + std::to_string(options.interval.count()) + " ms";
+  return std::make_unique<ge::OtlpMetricExporter>(std::move(options));
+}
+
 // One training step in its span; returns the batch's loss.
 float step(demo::Runtime& runtime, demo::SmallCnn& model, demo::SyntheticImages& data, const Options& o, int index) {
   glassbox::trace::Span span("glassbox.demo.step");
@@ -68,12 +85,22 @@ int run(const Options& o) {
     popts.address = o.metrics_addr;
   }
   glassbox::exporters::PrometheusExporter exporter(popts);
+  // First, so a newcomer sees the runtime move before anything else.
+  if (exporter.page_url().empty()) {
+    std::printf("glassbox-demo: live page off (GLASSBOX_METRICS_UI=false)\n");
+  } else {
+    std::printf("glassbox-demo: live page at %s (open it in a browser; no Grafana needed)\n",
+                exporter.page_url().c_str());
+  }
+  std::fflush(stdout);
   // Flushed and closed when run() returns, also after SIGINT/SIGTERM.
   auto tracing = demo::TracingSetup::from_env();
+  std::string push_description;
+  auto metrics_push = start_metrics_push(push_description);
   auto runtime = demo::make_runtime(resolve_device(o.device));
-  std::printf("glassbox-demo: device=%s, %d worker threads per step, batch %d, metrics at %s, %s\n",
-              runtime->description().c_str(), o.threads, o.batch, exporter.url().c_str(),
-              tracing.description().c_str());
+  std::printf("glassbox-demo: device=%s, %d worker threads per step, batch %d, metrics at %s, %s, %s\n",
+              runtime->description().c_str(), o.threads, o.batch, exporter.url().c_str(), tracing.description().c_str(),
+              push_description.c_str());
   std::fflush(stdout);
 
   demo::SmallCnn model(demo::SyntheticImages::kClasses, o.seed, runtime->tensor_device());
@@ -89,6 +116,7 @@ int run(const Options& o) {
     std::this_thread::sleep_for(std::chrono::milliseconds(o.interval_ms));
   }
   progress.finish();
+  if (metrics_push) metrics_push->shutdown(std::chrono::seconds(5));  // the last counts, bounded on the way out
   std::printf("glassbox-demo: %s after %d steps\n%s", g_stop ? "stopped by signal" : "done", done,
               demo::summary(glassbox::metrics::Registry::global().snapshot(), runtime->host_stats(),
                             runtime->handle_sources(), losses)

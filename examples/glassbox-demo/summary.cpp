@@ -79,8 +79,10 @@ std::string handle_line(const metrics::Snapshot& snap, const std::vector<HandleS
 std::string summary(const metrics::Snapshot& snap, const host_allocator::HostStats& host,
                     const std::vector<HandleSource>& sources, const LossLog& losses) {
   return loss_line(losses) + pinned_line(snap, host) + handle_line(snap, sources) +
-         format("  cudnn states: %lld executions\n",
-                whole(metrics::sum_series(snap, "glassbox_cudnn_state_executions_total"))) +
+         format("  cudnn states: %lld executions; algorithm cache: %lld hits, %lld misses\n",
+                whole(metrics::sum_series(snap, "glassbox_cudnn_state_executions_total")),
+                whole(metrics::sum_series(snap, "glassbox_cudnn_algorithm_cache_hits_total")),
+                whole(metrics::sum_series(snap, "glassbox_cudnn_algorithm_cache_misses_total"))) +
          backward_line(snap);
 }
 

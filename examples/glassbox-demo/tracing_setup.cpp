@@ -17,7 +17,7 @@ TracingSetup TracingSetup::from_env() {
     processors.push_back(exporters::make_otlp_processor(std::move(options)));
   }
   if (auto file = exporters::TraceFileOptions::from_env(); !file.path.empty()) {
-    description += (description.empty() ? "file " : ", file ") + file.path;
+    description += (description.empty() ? "file " : ", file ") + file.path + " (open it at https://ui.perfetto.dev)";
     processors.push_back(
         std::make_shared<exporters::TraceFileProcessor>(std::move(file), exporters::BatchOptions::from_env()));
   }

@@ -7,8 +7,8 @@
 //
 //   link-into-service [--steps N] [--metrics-addr HOST:PORT]
 //
-// Prints "ready: ..." with the /metrics URL once the steps are done, then
-// serves until SIGINT or SIGTERM, as a service would.
+// Prints "ready: ..." with the /metrics URL and the live page's (/) once the
+// steps are done, then serves until SIGINT or SIGTERM, as a service would.
 #include <charconv>
 #include <chrono>
 #include <csignal>
@@ -121,8 +121,8 @@ int run(const Flags& flags) {
     });
   }
   for (auto& t : workers) t.join();
-  std::printf("ready: %d steps on %s, loss %.4f, metrics at %s\n", flags.steps, rt.kind, last_loss[0],
-              exporter.url().c_str());
+  std::printf("ready: %d steps on %s, loss %.4f, metrics at %s, live page at %s\n", flags.steps, rt.kind, last_loss[0],
+              exporter.url().c_str(), exporter.page_url().empty() ? "(off)" : exporter.page_url().c_str());
   std::fflush(stdout);
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   return 0;

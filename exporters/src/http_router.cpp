@@ -10,7 +10,7 @@ std::string HttpRouter::page_list() const {
 
 HttpResponse HttpRouter::route(const HttpRequest& request) const {
   if (auth_ && !auth_->matches(request.header("Authorization"))) {
-    HttpResponse r = HttpResponse::text(401, "/metrics needs HTTP basic auth");
+    HttpResponse r = HttpResponse::text(401, "this port (/metrics and its live page) needs HTTP basic auth");
     r.headers.emplace_back("WWW-Authenticate", R"(Basic realm="glassbox metrics", charset="UTF-8")");
     return r;
   }

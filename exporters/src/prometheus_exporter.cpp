@@ -8,10 +8,12 @@
 #include "env_values.hpp"
 #include "glassbox/error.hpp"
 #include "glassbox/exporters/detail/exposition_text.hpp"
+#include "glassbox/exporters/detail/openmetrics.hpp"
 #include "gzip.hpp"
 #include "http_router.hpp"
 #include "http_server.hpp"
 #include "listen_socket.hpp"
+#include "live_page.hpp"
 #include "server_metrics.hpp"
 #include "tls_context.hpp"
 
@@ -38,16 +40,22 @@ bool accepts_gzip(std::string_view accept_encoding) {
   return false;
 }
 
-// Prometheus asks for gzip, which makes a scrape several times smaller on the wire.
+// Prometheus asks for gzip, which makes a scrape several times smaller on the
+// wire, and for OpenMetrics, the format with exemplars.
 detail::HttpResponse metrics_page(const metrics::Registry& registry, const detail::HttpRequest& request) {
   detail::HttpResponse r;
-  r.content_type = kExpositionType;
-  r.body = detail::exposition_text(registry.snapshot());
+  if (detail::accepts_openmetrics(request.header("Accept"))) {
+    r.content_type = detail::kOpenMetricsContentType;
+    r.body = detail::openmetrics_text(registry.snapshot());
+  } else {
+    r.content_type = kExpositionType;
+    r.body = detail::exposition_text(registry.snapshot());
+  }
   if (accepts_gzip(request.header("Accept-Encoding"))) {
     r.body = detail::gzip(r.body);
     r.headers.emplace_back("Content-Encoding", "gzip");
   }
-  r.headers.emplace_back("Vary", "Accept-Encoding");
+  r.headers.emplace_back("Vary", "Accept, Accept-Encoding");
   return r;
 }
 
@@ -69,6 +77,7 @@ detail::HttpRouter make_router(const PrometheusOptions& o) {
   detail::HttpRouter router(o.basic_auth);
   const metrics::Registry& registry = *o.registry;
   router.add("/metrics", [&registry](const detail::HttpRequest& r) { return metrics_page(registry, r); });
+  if (o.live_page) router.add("/", [](const detail::HttpRequest&) { return detail::live_page(); });
   return router;
 }
 
@@ -96,6 +105,7 @@ PrometheusOptions PrometheusOptions::from_env() {
   if (auto v = detail::env("GLASSBOX_METRICS_ALLOW_UNAUTHENTICATED")) {
     o.allow_unauthenticated = detail::parse_bool(*v, "GLASSBOX_METRICS_ALLOW_UNAUTHENTICATED");
   }
+  if (auto v = detail::env("GLASSBOX_METRICS_UI")) o.live_page = detail::parse_bool(*v, "GLASSBOX_METRICS_UI");
   return o;
 }
 
@@ -118,9 +128,13 @@ PrometheusExporter::PrometheusExporter(PrometheusOptions options) : options_(std
 
 PrometheusExporter::~PrometheusExporter() = default;
 
-std::string PrometheusExporter::url() const {
+std::string PrometheusExporter::url() const { return origin() + "/metrics"; }
+
+std::string PrometheusExporter::page_url() const { return options_.live_page ? origin() + "/" : ""; }
+
+std::string PrometheusExporter::origin() const {
   std::string host = options_.address.substr(0, options_.address.rfind(':'));
-  return (options_.tls ? "https://" : "http://") + host + ":" + std::to_string(port_) + "/metrics";
+  return (options_.tls ? "https://" : "http://") + host + ":" + std::to_string(port_);
 }
 
 }  // namespace glassbox::exporters

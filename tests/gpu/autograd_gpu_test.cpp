@@ -11,6 +11,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "glassbox/autograd/autograd.hpp"
@@ -21,6 +22,7 @@
 #include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
 #include "glassbox/error.hpp"
+#include "glassbox/metrics/registry.hpp"
 #include "gpu_required.hpp"
 #include "test_kernels.hpp"
 
@@ -145,6 +147,80 @@ TEST_F(GpuAutograd, Conv2dThroughCudnnMatchesTheCpuReference) {
   compare_with_cpu(
       "conv2d without bias", {Shape{1, 2, 6, 6}, Shape{3, 2, 2, 2}},
       [](const TensorList& t) { return ga::relu(ga::conv2d(t[0], t[1], Tensor(), 1, 0)); }, 0, -1.0F, 1.0F, 1e-4);
+}
+
+// The conv plan caches' hits or misses (`what`) so far, summed over the three directions.
+double plan_cache(const std::string& what) {
+  const auto snap = glassbox::metrics::Registry::global().snapshot();
+  double total = 0;
+  for (const char* cache : {"conv_forward", "conv_backward_data", "conv_backward_filter"}) {
+    total +=
+        glassbox::metrics::sum_series(snap, "glassbox_cudnn_algorithm_cache_" + what + "_total", {{"cache", cache}});
+  }
+  return total;
+}
+
+// Output and every gradient of one conv2d of fresh leaves (fixed values) on the GPU.
+std::vector<std::vector<float>> conv_results(const std::vector<Shape>& shapes, int stride) {
+  Tensor x = leaf(shapes[0], 0, 11), w = leaf(shapes[1], 0, 12), b = leaf(shapes[2], 0, 13);
+  Tensor y = ga::conv2d(x, w, b, stride, 1);
+  ga::backward({ga::sum(y * Tensor::from(y.shape(), random_values(y.numel(), 14), 0))});
+  return {host_values(y), host_values(x.grad()), host_values(w.grad()), host_values(b.grad())};
+}
+
+TEST_F(GpuAutograd, Conv2dAsksCudnnOncePerShapesAndCachedPlansComputeTheSame) {
+  // Shapes no other test uses: the first run is the caches' first sight of them.
+  const std::vector<Shape> shapes{Shape{3, 5, 13, 7}, Shape{6, 5, 3, 3}, Shape{6}};
+  const double misses = plan_cache("misses"), hits = plan_cache("hits");
+  const auto first = conv_results(shapes, 2);
+  EXPECT_EQ(plan_cache("misses") - misses, 3) << "forward, backward data and backward filter each asked once";
+  EXPECT_EQ(plan_cache("hits") - hits, 0);
+  const auto second = conv_results(shapes, 2);
+  EXPECT_EQ(plan_cache("misses") - misses, 3) << "the second run asked cuDNN again";
+  EXPECT_EQ(plan_cache("hits") - hits, 3);
+  const char* what[] = {"output", "input gradient", "weight gradient", "bias gradient"};
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    ASSERT_EQ(first[i].size(), second[i].size()) << what[i];
+    for (std::size_t j = 0; j < first[i].size(); ++j) {
+      ASSERT_NEAR(second[i][j], first[i][j], 1e-5 * (1.0 + std::abs(first[i][j]))) << what[i] << " [" << j << "]";
+    }
+  }
+  // And with every plan from the cache, still the CPU's convolution.
+  compare_with_cpu(
+      "conv2d from cached plans", shapes, [](const TensorList& t) { return ga::conv2d(t[0], t[1], t[2], 2, 1); }, 0,
+      -1.0F, 1.0F, 1e-4);
+}
+
+TEST_F(GpuAutograd, ThreadsConvolvingNewShapesAtOnceAllMatchTheCpu) {
+  // Eight threads miss one key together, then hit it, each through its own cuDNN state.
+  constexpr int kThreads = 8;
+  const std::vector<Shape> shapes{Shape{4, 3, 10, 10}, Shape{5, 3, 3, 3}, Shape{5}};
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        for (int round = 0; round < 3; ++round) {
+          Tensor x = leaf(shapes[0], 0, 20 + t), w = leaf(shapes[1], 0, 40 + t), b = leaf(shapes[2], 0, 60 + t);
+          Tensor cx = leaf(shapes[0], kCpu, 20 + t), cw = leaf(shapes[1], kCpu, 40 + t),
+                 cb = leaf(shapes[2], kCpu, 60 + t);
+          std::vector<float> gpu = host_values(ga::conv2d(x, w, b, 1, 1));
+          Tensor cpu = ga::conv2d(cx, cw, cb, 1, 1);
+          for (std::size_t i = 0; i < gpu.size(); ++i) {
+            if (!(std::abs(gpu[i] - cpu.data()[i]) < 1e-4 * (1.0 + std::abs(cpu.data()[i])))) {
+              failures[t] = "round " + std::to_string(round) + " [" + std::to_string(i) +
+                            "]: " + std::to_string(gpu[i]) + " against the CPU's " + std::to_string(cpu.data()[i]);
+              return;
+            }
+          }
+        }
+      } catch (const std::exception& e) {
+        failures[t] = e.what();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
 }
 
 TEST_F(GpuAutograd, CheckpointRecomputesOnTheGpu) {

@@ -1,5 +1,6 @@
 // Real cuBLAS, cuBLASLt and cuDNN handles from the process-wide pools, used
 // by many threads at once for real work whose results are checked on the CPU.
+#include <cuda.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -171,6 +172,28 @@ TEST_F(GpuHandles, TheAccessorsWithoutArgumentsFollowTheCurrentDeviceAndStream) 
   }
   EXPECT_EQ(gcu::current_stream(), nullptr);
   EXPECT_EQ(bound_stream(gh::current_cublas_handle()), nullptr);
+}
+
+// A thread that reuses a handle another thread created has made no context
+// current; the first accessor call makes the primary context current there,
+// as PyTorch's getters do (cuBLAS wants one, and cudaGetDevice without one is
+// the runtime's slow path, which the argument-free accessors call each time).
+TEST_F(GpuHandles, AThreadReusingAPooledHandleGetsACurrentContext) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  gcu::check_cuda(cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault, &found),
+                  "cudaGetDriverEntryPointByVersion");
+  ASSERT_EQ(found, cudaDriverEntryPointSuccess);
+  auto ctx_get_current = reinterpret_cast<CUresult (*)(CUcontext*)>(fn);
+  std::thread([] { gh::current_cublas_handle(); }).join();  // leaves a handle in the pool
+  CUcontext before = nullptr, after = nullptr;
+  std::thread([&] {
+    ctx_get_current(&before);
+    gh::current_cublas_handle();
+    ctx_get_current(&after);
+  }).join();
+  EXPECT_EQ(before, nullptr) << "a fresh thread already had a context: the test proves nothing";
+  EXPECT_NE(after, nullptr);
 }
 
 TEST_F(GpuHandles, CublasLtHandlesRunAMatmulFromManyThreads) {

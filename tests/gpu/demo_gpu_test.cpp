@@ -55,6 +55,12 @@ TEST_F(GpuDemo, TrainsOnTheGpuAndTheLossFalls) {
     EXPECT_GE(number(out, std::string(library) + " hwm=(\\d+)"), 4) << library << "\n" << out;
   }
   EXPECT_GT(number(out, "cudnn states: (\\d+) executions"), 0) << out;
+  // A handful of shapes, asked once each (or once per thread that missed one
+  // at the same moment); every other convolution's plan comes from the cache.
+  const double hits = number(out, "algorithm cache: (\\d+) hits, (\\d+) misses", 1);
+  const double misses = number(out, "algorithm cache: (\\d+) hits, (\\d+) misses", 2);
+  EXPECT_GT(misses, 0) << out;
+  EXPECT_GT(hits, 10 * misses) << out;
   EXPECT_GE(number(out, "reentrant depth max (\\d+)"), 1) << out;
 }
 

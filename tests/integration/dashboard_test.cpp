@@ -1,23 +1,28 @@
 // The Grafana dashboard and the alert rules against the metric contract: the
 // families the code registers (read from the four libraries, not listed
-// here), their types, and the dashboard's own variables.
+// here), their types, and the dashboard's own variables; the alert and
+// recording rules against the same families.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
-#include <sstream>
 
 #include "grafana_dashboard.hpp"
+#include "metric_families.hpp"
+#include "prometheus_rules.hpp"
 #include "promql_selectors.hpp"
 #include "source_dir.hpp"
 
 namespace fs = std::filesystem;
 using glassbox::testing::dashboard_panels;
 using glassbox::testing::dashboard_queries;
+using glassbox::testing::families_in_code;
 using glassbox::testing::promql_selectors;
+using glassbox::testing::read_text_file;
+using glassbox::testing::recorded_names;
 using nlohmann::json;
 
 namespace {
@@ -26,39 +31,16 @@ fs::path dashboard_file() {
   return glassbox::testing::source_dir() / "dashboards/grafana/dashboards/glassbox-runtime.json";
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-/// Family name -> counter, gauge or histogram, from every registry call
-/// (`counter("glassbox_...")`, `gauge(`, `up_down_counter(`, `histogram(`)
-/// in the library sources.
-const std::map<std::string, std::string>& families_in_code() {
-  static const std::map<std::string, std::string> families = [] {
-    static const std::regex call(R"re(\b(counter|gauge|up_down_counter|histogram)\(\s*"(glassbox_[a-z0-9_]+)")re");
-    std::map<std::string, std::string> out;
-    for (const char* dir : {"instrumentation", "core", "cuda", "exporters"}) {
-      for (const auto& e : fs::recursive_directory_iterator(glassbox::testing::source_dir() / dir)) {
-        const auto ext = e.path().extension();
-        if (ext != ".cpp" && ext != ".hpp") continue;
-        const std::string text = read_text(e.path());
-        for (std::sregex_iterator m(text.begin(), text.end(), call), end; m != end; ++m) {
-          const std::string kind = (*m)[1];
-          out[(*m)[2]] = kind == "up_down_counter" ? "gauge" : kind;
-        }
-      }
-    }
-    return out;
-  }();
-  return families;
+bool is_recorded(const std::string& name) {
+  const auto& names = recorded_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 /// What a series name is: the family's type, "histogram series" for a
-/// histogram's _bucket/_sum/_count, or "" when the code has no such family.
+/// histogram's _bucket/_sum/_count, "recording rule" for a name
+/// recording.yml records, or "" when it is none of these.
 std::string series_kind(const std::map<std::string, std::string>& families, const std::string& name) {
+  if (is_recorded(name)) return "recording rule";
   if (auto it = families.find(name); it != families.end()) return it->second == "histogram" ? "" : it->second;
   for (const char* suffix : {"_bucket", "_sum", "_count"}) {
     const std::string s = suffix;
@@ -168,7 +150,10 @@ TEST_F(GrafanaDashboard, ExpressionsFilterByInstanceUseRateIntervalAndDefinedVar
       EXPECT_TRUE(defined.count((*m)[1])) << "undefined variable $" << (*m)[1] << " in " << where(q);
     }
     for (const auto& s : promql_selectors(q.expr)) {
-      EXPECT_NE(s.matchers.find(R"(instance=~"$instance")"), std::string::npos)
+      // A fleet-level recorded series (job:..., job_library:...) has no instance to filter.
+      const bool per_instance =
+          !is_recorded(s.metric) || s.metric.substr(0, s.metric.find(':')).find("instance") != std::string::npos;
+      EXPECT_TRUE(!per_instance || s.matchers.find(R"(instance=~"$instance")") != std::string::npos)
           << s.metric << " is not filtered by $instance in " << where(q);
       if (!s.range.empty()) {
         EXPECT_EQ(s.range, "$__rate_interval") << where(q);
@@ -179,13 +164,40 @@ TEST_F(GrafanaDashboard, ExpressionsFilterByInstanceUseRateIntervalAndDefinedVar
 
 TEST(AlertRules, NameOnlyFamiliesTheCodeRegisters) {
   const auto families = families_in_code();
-  const std::string rules = read_text(glassbox::testing::source_dir() / "dashboards/prometheus/alerts.yml");
-  static const std::regex name(R"(\bglassbox_[a-z0-9_]+\b)");
-  std::size_t seen = 0;
-  for (std::sregex_iterator m(rules.begin(), rules.end(), name), end; m != end; ++m, ++seen) {
-    EXPECT_NE(series_kind(families, m->str()), "") << m->str() << " in alerts.yml is no family the code registers";
+  for (const char* file : {"alerts.yml", "recording.yml"}) {
+    const std::string rules = read_text_file(glassbox::testing::source_dir() / "dashboards/prometheus" / file);
+    // Not inside a recorded name (level:glassbox_...:operations), which the next test checks.
+    static const std::regex name(R"((^|[^:A-Za-z0-9_])(glassbox_[a-z0-9_]+)\b)");
+    std::size_t seen = 0;
+    for (std::sregex_iterator m(rules.begin(), rules.end(), name), end; m != end; ++m, ++seen) {
+      EXPECT_NE(series_kind(families, (*m)[2]), "") << (*m)[2] << " in " << file << " is no family the code registers";
+    }
+    EXPECT_GE(seen, 4u) << file;
   }
-  EXPECT_GE(seen, 4u);
+}
+
+// Prometheus's naming convention, level:metric:operations, with a glassbox
+// family as the metric; and every fleet view has its panel.
+TEST_F(GrafanaDashboard, EveryRecordingRuleIsNamedByConventionAndShownInTheFleetRow) {
+  const auto families = families_in_code();
+  static const std::regex form(R"(^([a-z_]+):(glassbox_[a-z0-9_]+):([a-z0-9_]+)$)");
+  std::set<std::string> shown;
+  for (const auto& q : dashboard_queries(dashboard_)) {
+    for (const auto& s : promql_selectors(q.expr)) shown.insert(s.metric);
+  }
+  ASSERT_GE(recorded_names().size(), 6u);
+  for (const auto& name : recorded_names()) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(name, m, form)) << name << " is not level:metric:operations";
+    const std::string metric = m[2];
+    const bool names_a_family =
+        families.count(metric) || families.count(metric + "_total") || families.count(family_of(metric));
+    EXPECT_TRUE(names_a_family) << name << ": " << metric << " is no family the code registers";
+    // The bucket rates exist for the quantiles built on them.
+    if (!name.ends_with("_bucket:rate1m")) {
+      EXPECT_TRUE(shown.count(name)) << name << " has no panel";
+    }
+  }
 }
 
 TEST(PromqlSelectors, FindsSeriesThroughAggregationsModifiersAndStrings) {

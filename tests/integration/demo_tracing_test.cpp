@@ -1,12 +1,15 @@
 // glassbox-demo with tracing from the environment, as a person runs it: the
 // trace file is valid JSON after SIGINT or SIGTERM mid-run, and with an OTLP
-// endpoint set as well both receive the same spans.
+// endpoint set as well both receive the same spans; and OTLP metric push.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <httplib.h>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -47,6 +50,7 @@ TEST_P(DemoSignal, TheTraceFileIsValidAfterTheSignal) {
   std::string path = temp_path(std::to_string(GetParam()));
   ChildProcess demo(glassbox::testing::demo_path(), kArgs,
                     {"GLASSBOX_TRACE_FILE=" + path, "OTEL_BSP_SCHEDULE_DELAY=50"});
+  demo.read_line();  // the live page's URL
   std::string banner = demo.read_line();
   EXPECT_NE(banner.find("traces: file " + path), std::string::npos) << banner;
   ASSERT_TRUE(wait_for_text(path, "glassbox.demo.round", 20s)) << "no round span reached the file";
@@ -76,6 +80,7 @@ TEST(DemoTracing, OtlpAndTheTraceFileReceiveTheSameSpans) {
       {"--iterations", "3", "--threads", "2", "--interval-ms", "0", "--device", "cpu", "--metrics-addr", "127.0.0.1:0"},
       {"GLASSBOX_TRACE_FILE=" + path, "OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.base_url(),
        "OTEL_SERVICE_NAME=demo-under-test"});
+  demo.read_line();  // the live page's URL
   std::string banner = demo.read_line();
   EXPECT_NE(banner.find("otlp -> " + collector.traces_url()), std::string::npos) << banner;
   std::uint64_t pid = demo.pid();
@@ -102,4 +107,51 @@ TEST(DemoTracing, OtlpAndTheTraceFileReceiveTheSameSpans) {
   EXPECT_EQ(from_otlp, from_file);
   EXPECT_GE(from_file.size(), 3u * (1 + 2));  // per round: the round and 2 workers, plus handle creations
   EXPECT_EQ(t.process_name, "demo-under-test");
+}
+
+// OTEL_METRICS_EXPORTER=otlp pushes the registry to the collector every
+// interval while /metrics keeps serving the same families.
+TEST(DemoTracing, MetricsArePushedOverOtlpWhileMetricsKeepsServing) {
+  glassbox::testing::OtlpCollector collector;
+  ChildProcess demo(glassbox::testing::demo_path(), kArgs,
+                    {"OTEL_METRICS_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.base_url(),
+                     "OTEL_METRIC_EXPORT_INTERVAL=200", "OTEL_SERVICE_NAME=demo-under-test",
+                     "OTEL_RESOURCE_ATTRIBUTES=service.instance.id=demo-1", "OTEL_TRACES_SAMPLER=always_off"});
+  std::string banner = demo.read_line();
+  EXPECT_NE(banner.find("metrics push: otlp -> " + collector.metrics_url() + " every 200 ms"), std::string::npos)
+      << banner;
+  const std::regex url(R"(http://(127\.0\.0\.1:[0-9]+)/metrics)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(banner, m, url)) << banner;
+  auto pushed_family = [&](const std::string& name) {
+    for (const auto& req : collector.requests()) {
+      if (req.path != "/v1/metrics") continue;
+      auto body = nlohmann::json::parse(req.body);
+      for (const auto& sm : body["resourceMetrics"][0]["scopeMetrics"]) {
+        for (const auto& metric : sm["metrics"]) {
+          if (metric["name"] == name) return true;
+        }
+      }
+    }
+    return false;
+  };
+  for (auto deadline = std::chrono::steady_clock::now() + 20s;
+       !pushed_family("glassbox_host_alloc_requests_total") && std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(50ms);  // the demo pushes every 200 ms
+  }
+  EXPECT_TRUE(pushed_family("glassbox_host_alloc_requests_total"));
+  EXPECT_TRUE(pushed_family("glassbox_autograd_backward_seconds"));
+  EXPECT_TRUE(pushed_family("glassbox_handles_high_water_mark"));
+  auto scrape = httplib::Client("http://" + m[1].str()).Get("/metrics");
+  ASSERT_TRUE(scrape);
+  EXPECT_EQ(scrape->status, 200);
+  EXPECT_NE(scrape->body.find("glassbox_metric_points_exported_total{exporter=\"otlp\"}"), std::string::npos);
+  auto body = nlohmann::json::parse(collector.requests().back().body);
+  std::string instance;
+  for (const auto& a : body["resourceMetrics"][0]["resource"]["attributes"]) {
+    if (a["key"] == "service.instance.id") instance = a["value"]["stringValue"];
+  }
+  EXPECT_EQ(instance, "demo-1");
+  demo.signal(SIGINT);
+  EXPECT_EQ(demo.wait(30s), 0);
 }

@@ -78,7 +78,7 @@ std::vector<std::string> args_with(std::vector<std::string> extra) {
 
 TEST(DemoTraining, LossFallsOverAFixedNumberOfSteps) {
   ChildProcess demo(glassbox::testing::demo_path(), args_with({"--steps", "40"}));
-  std::string out = demo.read_line();
+  std::string out = demo.read_line() + demo.read_line();  // the live page's URL, then the banner
   EXPECT_NE(out.find("device=cpu (sim backends)"), std::string::npos) << out;
   LossChange loss = read_summary(demo, out);
   ASSERT_EQ(demo.wait(60s), 0) << out;
@@ -92,7 +92,7 @@ TEST(DemoTraining, LossFallsOverAFixedNumberOfSteps) {
 
 TEST(DemoTraining, EveryPartShowsInAScrapeMidRunAndSigintEndsItCleanly) {
   ChildProcess demo(glassbox::testing::demo_path(), args_with({"--steps", "0"}));
-  std::string out = demo.read_line();
+  std::string out = demo.read_line() + demo.read_line();  // the live page's URL, then the banner
   const int port = port_in_banner(out);
   ASSERT_GT(port, 0) << out;
   // Progress lines come about once a second; wait for enough steps to learn something.
@@ -122,4 +122,37 @@ TEST(DemoTraining, EveryPartShowsInAScrapeMidRunAndSigintEndsItCleanly) {
   EXPECT_NE(out.find("stopped by signal"), std::string::npos) << out;
   ASSERT_TRUE(loss.found) << out;
   EXPECT_LT(loss.last, loss.first) << out;
+}
+
+// `make demo` shows the live page's URL before anything else, and the page is there;
+// GLASSBOX_METRICS_UI=false turns it off (404) and the first line says so.
+TEST(DemoTraining, PrintsItsLivePageFirstAndServesIt) {
+  ChildProcess demo(glassbox::testing::demo_path(), args_with({"--steps", "0"}));
+  std::smatch m;
+  std::string first = demo.read_line();
+  ASSERT_TRUE(std::regex_search(first, m, std::regex("^glassbox-demo: live page at http://127\\.0\\.0\\.1:(\\d+)/ ")))
+      << first;
+  httplib::Client client("127.0.0.1", std::stoi(m[1]));
+  auto page = client.Get("/");
+  ASSERT_TRUE(page) << httplib::to_string(page.error());
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(page->body.find("<title>glassbox: live</title>"), std::string::npos);
+  demo.signal(SIGTERM);
+  EXPECT_EQ(demo.wait(30s), 0);
+}
+
+TEST(DemoTraining, WithTheLivePageOffSlashIsNotFound) {
+  ChildProcess demo(glassbox::testing::demo_path(), args_with({"--steps", "0"}), {"GLASSBOX_METRICS_UI=false"});
+  std::string first = demo.read_line();
+  EXPECT_NE(first.find("live page off (GLASSBOX_METRICS_UI=false)"), std::string::npos) << first;
+  const int port = port_in_banner(demo.read_line());
+  ASSERT_GT(port, 0);
+  httplib::Client client("127.0.0.1", port);
+  auto page = client.Get("/");
+  ASSERT_TRUE(page) << httplib::to_string(page.error());
+  EXPECT_EQ(page->status, 404);
+  EXPECT_EQ(client.Get("/metrics")->status, 200);
+  demo.signal(SIGTERM);
+  EXPECT_EQ(demo.wait(30s), 0);
 }

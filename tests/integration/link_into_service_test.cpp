@@ -2,10 +2,10 @@
 // from this build tree to a prefix with `cmake --install`, configure and build
 // examples/link-into-service against it with find_package(glassbox) (with
 // this tree's flags and warnings, so a sanitizer build links), run it, and
-// scrape its /metrics for what each part counted. Then again on a machine
-// without the CUDA toolkit and cuDNN (hidden from CMake), where a service of
-// the other parts must still configure, and glassbox::cuda, asked for as a
-// component, must fail saying why.
+// scrape its /metrics for what each part counted and load its live page (/).
+// Then again on a machine without the CUDA toolkit and cuDNN (hidden from
+// CMake), where a service of the other parts must still configure, and
+// glassbox::cuda, asked for as a component, must fail saying why.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -111,6 +111,14 @@ std::pair<std::string, std::string> build_run_and_scrape(const fs::path& build, 
     EXPECT_LE(handles, 2) << "two worker threads, one cuBLAS handle each at most";
     EXPECT_GE(sum_of(samples, "glassbox_autograd_nodes_executed_total"), 3 * kSteps);
   }
+  // Any service that serves /metrics serves the live page beside it.
+  auto page = client.Get("/");
+  EXPECT_TRUE(page) << httplib::to_string(page.error());
+  if (page) {
+    EXPECT_EQ(page->status, 200);
+    EXPECT_NE(page->body.find("<title>glassbox: live</title>"), std::string::npos);
+  }
+  EXPECT_NE(ready.find(", live page at http://127.0.0.1:" + port[1].str() + "/"), std::string::npos) << ready;
   service.signal(SIGTERM);
   EXPECT_EQ(service.wait(20s), 0) << "the service did not exit cleanly on SIGTERM";
   return {configured, ready};

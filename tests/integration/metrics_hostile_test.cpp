@@ -168,12 +168,13 @@ TEST(MetricsHostile, OtherMethodsGet405AndOtherPaths404) {
     EXPECT_EQ(status_of(response), 405) << method;
     EXPECT_EQ(header_of(response, "Allow"), "GET, HEAD") << method;
   }
-  for (const char* path : {"/nope", "/", "/metricsx", "/Metrics", "/metrics/"}) {
+  for (const char* path : {"/nope", "/index.html", "/metricsx", "/Metrics", "/metrics/"}) {
     std::string response = ask(exporter.port(), std::string("GET ") + path + " HTTP/1.1\r\nHost: x\r\n\r\n");
     EXPECT_EQ(status_of(response), 404) << path;
     EXPECT_NE(body_of(response).find("/metrics"), std::string::npos) << "a 404 names the pages there are";
   }
-  for (const char* target : {"/metrics?x=1", "http://127.0.0.1/metrics"}) {
+  // "/" is the live page.
+  for (const char* target : {"/metrics?x=1", "http://127.0.0.1/metrics", "/", "/?interval=500"}) {
     EXPECT_EQ(status_of(ask(exporter.port(), std::string("GET ") + target + " HTTP/1.1\r\nHost: x\r\n\r\n")), 200)
         << target;
   }

@@ -9,12 +9,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "glassbox/error.hpp"
 #include "glassbox/exporters/prometheus_exporter.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
 #include "glassbox/sim/fake_handle.hpp"
+#include "glassbox/trace/context.hpp"
+#include "openmetrics_text.hpp"
 #include "prometheus_text.hpp"
 #include "run_command.hpp"
 
@@ -144,7 +147,7 @@ TEST(MetricsHttp, ScrapesAreGzippedWhenTheClientAsks) {
   auto gzipped = client.Get("/metrics", {{"Accept-Encoding", "gzip"}});
   ASSERT_TRUE(gzipped && gzipped->status == 200);
   EXPECT_EQ(gzipped->get_header_value("Content-Encoding"), "gzip");
-  EXPECT_EQ(gzipped->get_header_value("Vary"), "Accept-Encoding");
+  EXPECT_EQ(gzipped->get_header_value("Vary"), "Accept, Accept-Encoding");
   EXPECT_NE(gzipped->body.find("glassbox_handles_created_total"), std::string::npos);
   for (const char* refused : {"gzip;q=0", "identity", "br"}) {
     auto plain = client.Get("/metrics", {{"Accept-Encoding", refused}});
@@ -152,6 +155,51 @@ TEST(MetricsHttp, ScrapesAreGzippedWhenTheClientAsks) {
     EXPECT_EQ(plain->get_header_value("Content-Encoding"), "") << refused;
     EXPECT_NE(plain->body.find("glassbox_handles_created_total"), std::string::npos) << refused;
   }
+}
+
+// What Prometheus (2.42, exemplar storage on) sends, word for word.
+constexpr const char* kPrometheusAccept =
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+    "text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+// Handles created inside a sampled span: the creation-time histogram's
+// bucket carries that span as its exemplar in OpenMetrics, and the 0.0.4
+// text, for everyone else, has the same series without it.
+TEST(MetricsHttp, OpenMetricsIsNegotiatedAndItsBucketsCarryTheSampledSpan) {
+  gm::Registry registry;
+  ge::PrometheusExporter exporter({"127.0.0.1:0", &registry});
+  auto pool = Pool::create(gs::FakeHandleFactory("cublas"), registry);
+  glassbox::trace::SpanContext span;
+  span.trace_id.bytes.fill(0x4b);
+  span.span_id.bytes.fill(0x0f);
+  span.sampled = true;
+  {
+    glassbox::trace::ContextScope scope(span);
+    pool->reserve(0);
+  }
+  httplib::Client client("127.0.0.1", exporter.port());
+  auto om = client.Get("/metrics", {{"Accept", kPrometheusAccept}, {"Accept-Encoding", "gzip"}});
+  ASSERT_TRUE(om && om->status == 200);
+  EXPECT_EQ(om->get_header_value("Content-Type"), "application/openmetrics-text; version=1.0.0; charset=utf-8");
+  auto text = glassbox::testing::parse_openmetrics(om->body);
+  std::set<std::string> om_buckets;
+  std::string exemplar_trace;
+  for (const auto& s : text.samples) {
+    if (s.name != "glassbox_handle_create_seconds_bucket") continue;
+    om_buckets.insert(s.labels.back().second);
+    if (s.exemplar) exemplar_trace = s.exemplar->labels[0].second;
+  }
+  EXPECT_EQ(exemplar_trace, span.trace_id.hex());
+  const glassbox::testing::OmSample* created = &text.samples[0];
+  for (const auto& s : text.samples)
+    if (s.name == "glassbox_handles_created_total") created = &s;
+  EXPECT_EQ(created->family, "glassbox_handles_created") << "OpenMetrics names a counter without _total";
+
+  std::set<std::string> text_buckets;
+  for (const auto& s : parse_prometheus_text(scrape(exporter))) {
+    if (s.name == "glassbox_handle_create_seconds_bucket") text_buckets.insert(s.labels.at("le"));
+  }
+  EXPECT_EQ(om_buckets, text_buckets) << "a bucket's le must be the same string in both formats";
 }
 
 TEST(MetricsHttp, BadAddressesAreClearErrors) {

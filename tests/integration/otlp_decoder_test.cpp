@@ -12,6 +12,8 @@
 #include <limits>
 
 #include "glassbox/exporters/otlp_json.hpp"
+#include "glassbox/exporters/otlp_metrics_json.hpp"
+#include "glassbox/metrics/registry.hpp"
 #include "run_command.hpp"
 #include "source_dir.hpp"
 
@@ -76,7 +78,56 @@ std::vector<gt::SpanData> sample_spans() {
   return {child, ok, parent};
 }
 
+// One family of each kind the registry has, labelled and not, with a
+// histogram series that has observations and one that has none.
+glassbox::metrics::Snapshot sample_metrics() {
+  static glassbox::metrics::Registry r;
+  static const bool filled = [] {
+    r.counter("glassbox_test_requests_total", "Requests", {"bucket"}).with({"12"}).inc(7);
+    r.counter("glassbox_test_plain_total", "No labels").with().inc(0.5);
+    r.gauge("glassbox_test_reserved_bytes", "Bytes \"held\"").with().set(-1.25e9);
+    r.gauge("glassbox_test_nan", "Not a number").with().set(std::nan(""));
+    r.up_down_counter("glassbox_test_depth", "Depth", {"device"}).with({"0"}).add(3);
+    auto& h = r.histogram("glassbox_test_seconds", "Latency", {"library"}, {1e-6, 4e-6, 1.6e-5});
+    h.with({"cudnn"}).observe(2e-6);
+    h.with({"cudnn"}).observe(1.0);
+    h.with({"cublas"});
+    return true;
+  }();
+  (void)filled;
+  return r.snapshot();
+}
+
+constexpr ge::PointTimes kTimes{1'763'800'000'000'000'000ULL, 1'763'800'060'123'456'789ULL};
+
 }  // namespace
+
+TEST_F(OtlpDecoder, AcceptsOurMetricsEncodingExactly) {
+  auto snapshot = sample_metrics();
+  auto r = validate(ge::otlp_metrics_json(snapshot, ge::Resource::make("svc", "service.instance.id=a"), kTimes));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("ok: 1 resourceMetrics, 6 metrics, 7 dataPoints"), std::string::npos) << r.output;
+  EXPECT_EQ(ge::otlp_data_points(snapshot), 7u);
+}
+
+TEST_F(OtlpDecoder, RejectsMetricsTheSpecificationForbids) {
+  std::string good = ge::otlp_metrics_json(sample_metrics(), ge::Resource::make("svc", ""), kTimes);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    std::size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return s.replace(at, from.size(), to);
+  };
+  for (const auto& [what, bad] : std::vector<std::pair<std::string, std::string>>{
+           {"temporality as a name", with("\"aggregationTemporality\":2", "\"aggregationTemporality\":\"CUMULATIVE\"")},
+           {"bool as a string", with("\"isMonotonic\":true", "\"isMonotonic\":\"true\"")},
+           {"fixed64 as a number", with("\"bucketCounts\":[\"0\",\"1\"", "\"bucketCounts\":[0,1")},
+           {"snake_case key", with("\"explicitBounds\"", "\"explicit_bounds\"")},
+       }) {
+    auto r = validate(bad);
+    EXPECT_NE(r.status, 0) << what << " was accepted: " << r.output;
+  }
+}
 
 TEST_F(OtlpDecoder, AcceptsOurEncodingExactly) {
   auto spans = sample_spans();

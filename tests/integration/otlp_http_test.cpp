@@ -2,7 +2,9 @@
 // libcurl to a real HTTP server in this process, and checked there field by
 // field; then a collector that is down, slow, throttling (429 + Retry-After)
 // or failing (500): the caller never waits, drops are counted, retries are
-// seen, and shutdown keeps to its deadline.
+// seen, and shutdown keeps to its deadline. The metric exporter through the
+// same sender: every family as OTLP metrics, pushed every interval, and the
+// same failures counted as points dropped.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -10,12 +12,14 @@
 
 #include <array>
 #include <ctime>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <thread>
 
 #include "glassbox/exporters/otlp_http_exporter.hpp"
+#include "glassbox/exporters/otlp_metric_exporter.hpp"
 #include "glassbox/trace/context.hpp"
 #include "glassbox/trace/span.hpp"
 #include "metric_value.hpp"
@@ -373,4 +377,150 @@ TEST_F(OtlpHttpTest, UnderEveryKindOfCollectorFailureEachSpanIsDeliveredOrCounte
             kRounds * kSpansPerRound);
   EXPECT_GT(retries(), 0);
   EXPECT_EQ(status_of(requests.size() - 1), 200) << "the last batch should have found the collector healthy";
+}
+
+namespace {
+
+class OtlpMetricsTest : public ::testing::Test {
+ protected:
+  OtlpMetricsTest() {
+    registry.counter("glassbox_test_requests_total", "Requests", {"bucket"}).with({"12"}).inc(3);
+    registry.gauge("glassbox_test_reserved_bytes", "Reserved").with().set(8192);
+    auto& h = registry.histogram("glassbox_test_seconds", "Latency", {}, {0.001, 0.004});
+    h.with().observe(0.002);
+    h.with().observe(1.0);
+  }
+  ge::OtlpMetricOptions options(const std::string& url) {
+    ge::OtlpMetricOptions o;
+    o.http.url = url;
+    o.http.timeout = 2s;
+    o.http.retry.initial_backoff = 10ms;
+    o.http.retry.max_backoff = 40ms;
+    o.http.registry = &registry;
+    o.http.resource = ge::Resource::make("fleet-svc", "service.instance.id=node-7,deployment.environment=test");
+    o.interval = 1h;  // exports leave on force_flush or shutdown only
+    o.export_timeout = 10s;
+    return o;
+  }
+  double exported() { return metric_value(registry, "glassbox_metric_points_exported_total", {{"exporter", "otlp"}}); }
+  double dropped(const char* reason) {
+    return metric_value(registry, "glassbox_metric_points_dropped_total", {{"exporter", "otlp"}, {"reason", reason}});
+  }
+  double retries() { return metric_value(registry, "glassbox_otlp_export_retries_total", {{"signal", "metrics"}}); }
+
+  gm::Registry registry;
+};
+
+// name -> the metric object, over every scopeMetrics of a request body.
+std::map<std::string, json> metrics_of(const json& body) {
+  std::map<std::string, json> out;
+  for (const auto& rm : body.at("resourceMetrics")) {
+    for (const auto& sm : rm.at("scopeMetrics")) {
+      for (const auto& m : sm.at("metrics")) out[m.at("name").get<std::string>()] = m;
+    }
+  }
+  return out;
+}
+
+std::size_t points_of(const json& body) {
+  std::size_t n = 0;
+  for (const auto& [name, m] : metrics_of(body)) {
+    for (const char* kind : {"sum", "gauge", "histogram"}) {
+      if (m.contains(kind)) n += m.at(kind).at("dataPoints").size();
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_F(OtlpMetricsTest, DeliversEveryFamilyAsCumulativeOtlpMetricsWithTheTracesResource) {
+  OtlpCollector collector;
+  ge::OtlpMetricExporter exporter(options(collector.metrics_url()));
+  ASSERT_TRUE(exporter.force_flush(10s));
+  auto requests = collector.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].path, "/v1/metrics");
+  json body = json::parse(requests[0].body);
+  auto resource = attributes(body.at("resourceMetrics")[0].at("resource"));
+  EXPECT_EQ(resource["service.name"]["stringValue"], "fleet-svc");
+  EXPECT_EQ(resource["service.instance.id"]["stringValue"], "node-7");
+  EXPECT_EQ(resource["deployment.environment"]["stringValue"], "test");
+
+  auto metrics = metrics_of(body);
+  const json& counter = metrics.at("glassbox_test_requests_total");
+  EXPECT_EQ(counter.at("description"), "Requests");
+  EXPECT_EQ(counter.at("sum").at("isMonotonic"), true);
+  EXPECT_EQ(counter.at("sum").at("aggregationTemporality"), 2);  // cumulative
+  const json& point = counter.at("sum").at("dataPoints")[0];
+  EXPECT_EQ(point.at("asDouble"), 3.0);
+  EXPECT_EQ(attributes(point)["bucket"]["stringValue"], "12");
+  EXPECT_LT(std::stoull(point.at("startTimeUnixNano").get<std::string>()),
+            std::stoull(point.at("timeUnixNano").get<std::string>()));
+
+  EXPECT_EQ(metrics.at("glassbox_test_reserved_bytes").at("gauge").at("dataPoints")[0].at("asDouble"), 8192.0);
+  const json& h = metrics.at("glassbox_test_seconds").at("histogram");
+  EXPECT_EQ(h.at("aggregationTemporality"), 2);
+  EXPECT_EQ(h.at("dataPoints")[0].at("explicitBounds"), json::parse("[0.001, 0.004]"));
+  EXPECT_EQ(h.at("dataPoints")[0].at("bucketCounts"), json::parse(R"(["0", "1", "1"])"));
+  EXPECT_EQ(h.at("dataPoints")[0].at("count"), "2");
+  EXPECT_EQ(exported(), static_cast<double>(points_of(body)));
+}
+
+TEST_F(OtlpMetricsTest, PushesEveryIntervalWithHeadersAndGzip) {
+  OtlpCollector collector;
+  auto o = options(collector.metrics_url());
+  o.interval = 100ms;
+  o.http.gzip = true;
+  o.http.headers = {{"x-tenant", "fleet"}};
+  ge::OtlpMetricExporter exporter(o);
+  ASSERT_TRUE(collector.wait_for_requests(3, 10s));
+  for (const auto& r : collector.requests()) {
+    EXPECT_EQ(r.headers.find("Content-Encoding")->second, "gzip");
+    EXPECT_EQ(r.headers.find("x-tenant")->second, "fleet");
+    EXPECT_TRUE(json::parse(r.body).contains("resourceMetrics"));  // httplib undid the gzip
+  }
+}
+
+TEST_F(OtlpMetricsTest, ACollectorThatIsDownIsCountedAndRetried) {
+  auto o = options("http://127.0.0.1:" + std::to_string(closed_port()) + "/v1/metrics");
+  o.http.retry.max_attempts = 3;
+  ge::OtlpMetricExporter exporter(o);
+  ASSERT_TRUE(exporter.force_flush(10s));
+  EXPECT_EQ(exported(), 0);
+  EXPECT_GT(dropped("export_failed"), 0);
+  EXPECT_EQ(retries(), 2);  // three attempts
+}
+
+TEST_F(OtlpMetricsTest, RejectionsAndPartialSuccessesCountThePointsTheyName) {
+  OtlpCollector collector([](std::size_t n) {
+    return n == 0 ? answer(400) : answer(200, R"({"partialSuccess":{"rejectedDataPoints":"2"}})");
+  });
+  ge::OtlpMetricExporter exporter(options(collector.metrics_url()));
+  ASSERT_TRUE(exporter.force_flush(10s));
+  const double first = dropped("rejected");
+  EXPECT_EQ(first, static_cast<double>(points_of(json::parse(collector.requests()[0].body))));
+  ASSERT_TRUE(exporter.force_flush(10s));
+  EXPECT_EQ(dropped("rejected"), first + 2);
+  EXPECT_EQ(exported(), static_cast<double>(points_of(json::parse(collector.requests()[1].body)) - 2));
+}
+
+TEST_F(OtlpMetricsTest, AHangingCollectorBlocksNothingAndShutdownKeepsItsDeadline) {
+  OtlpCollector collector([](std::size_t) { return hanging(); });
+  auto o = options(collector.metrics_url());
+  o.http.timeout = 30s;
+  o.export_timeout = 30s;
+  ge::OtlpMetricExporter exporter(o);
+  exporter.force_flush(0ms);  // starts an export without waiting for it
+  ASSERT_TRUE(collector.wait_for_requests(1));
+  // Updates and scrapes go on while the export hangs: nothing waits for it.
+  auto start = std::chrono::steady_clock::now();
+  auto requests = registry.counter("glassbox_test_requests_total", "Requests", {"bucket"}).with({"12"});
+  for (int i = 0; i < 1000; ++i) requests.inc();
+  EXPECT_EQ(metric_value(registry, "glassbox_test_requests_total", {{"bucket", "12"}}), 1003);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  start = std::chrono::steady_clock::now();
+  exporter.shutdown(200ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  EXPECT_GT(dropped("shutdown"), 0);
 }

@@ -1,6 +1,6 @@
 #pragma once
 // A stand-in OTLP/HTTP collector: a real cpp-httplib server on an ephemeral
-// loopback port that records every POST to /v1/traces and answers as the test
+// loopback port that records every POST to /v1/traces and /v1/metrics and answers as the test
 // scripts it: a status, headers, a body, or a hang until the test ends.
 #include <httplib.h>
 
@@ -47,7 +47,9 @@ class OtlpCollector {
   explicit OtlpCollector(std::function<CollectorAnswer(std::size_t)> answer =
                              [](std::size_t) { return CollectorAnswer{}; })
       : answer_(std::move(answer)) {
-    server_.Post("/v1/traces", [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); });
+    for (const char* path : {"/v1/traces", "/v1/metrics"}) {
+      server_.Post(path, [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); });
+    }
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     while (!server_.is_running()) std::this_thread::yield();
@@ -66,6 +68,7 @@ class OtlpCollector {
 
   std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   std::string traces_url() const { return base_url() + "/v1/traces"; }
+  std::string metrics_url() const { return base_url() + "/v1/metrics"; }
 
   std::vector<ReceivedRequest> requests() {
     std::lock_guard lock(mu_);

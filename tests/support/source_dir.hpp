@@ -7,7 +7,10 @@
 // includes this). A folder that is not there throws, saying which it was.
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
+#include <string>
 
 namespace glassbox::testing {
 
@@ -20,6 +23,14 @@ inline std::filesystem::path source_dir() {
         (env != nullptr ? " (GLASSBOX_SOURCE)" : " (the checkout the test was built from): set GLASSBOX_SOURCE"));
   }
   return dir;
+}
+
+/// The whole of a file, as bytes; empty when it cannot be read.
+inline std::string read_text_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace glassbox::testing

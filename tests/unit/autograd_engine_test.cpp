@@ -526,3 +526,92 @@ TEST_F(EngineTest, MetricsCountExecutesAndNodes) {
 }
 
 }  // namespace
+
+namespace {
+
+std::uint64_t node_count(gm::Registry& r, const std::string& node, const std::string& device = "cpu") {
+  gm::Snapshot s = r.snapshot();
+  const gm::SeriesSnapshot* series =
+      gm::find_series(s, "glassbox_autograd_node_seconds", {{"node", node}, {"device", device}});
+  return series ? series->histogram.count : 0;
+}
+
+}  // namespace
+
+TEST(EngineNodeSeconds, TimesEveryNodeByTypeAndDeviceWhenTheIntervalIsOne) {
+  gm::Registry registry;
+  ga::Engine engine(ga::EngineOptions{&registry, 100, 1});
+  Tensor x = leaf1(1.0F);
+  ga::backward({ga::to(ga::to(x, 0) * 2.0F * 3.0F, ga::kCpu)}, {}, ga::BackwardOptions{false, &engine});
+  EXPECT_EQ(node_count(registry, "MulScalarBackward", "0"), 2u);
+  EXPECT_EQ(node_count(registry, "ToBackward", "cpu"), 1u);
+  EXPECT_EQ(node_count(registry, "ToBackward", "0"), 1u);
+  EXPECT_EQ(node_count(registry, "AccumulateGrad", "cpu"), 1u);
+}
+
+// Untraced, one node in about the interval is timed, spread over the kinds:
+// in a chain alternating two kinds, both are timed, and about 1/interval of all.
+TEST(EngineNodeSeconds, TimesAboutOneInTheIntervalOfUntracedNodesOfEveryKind) {
+  gm::Registry registry;
+  ga::Engine engine(ga::EngineOptions{&registry, 100, 16});
+  Tensor x = leaf1(1.0F);
+  Tensor y = x;
+  for (int i = 0; i < 3200; ++i) y = i % 2 == 0 ? y * 1.0F : ga::relu(y);
+  ga::backward({y}, {}, ga::BackwardOptions{false, &engine});
+  std::uint64_t mul = node_count(registry, "MulScalarBackward");
+  std::uint64_t relu = node_count(registry, "ReluBackward");
+  EXPECT_GT(mul, 0u);
+  EXPECT_GT(relu, 0u);
+  EXPECT_GT(mul + relu, 3200u / 16 / 2);
+  EXPECT_LT(mul + relu, 3200u / 16 * 2);
+}
+
+TEST(EngineNodeSeconds, FoldsNamesPastTheCapIntoOther) {
+  gm::Registry registry;
+  ga::Engine engine(ga::EngineOptions{&registry, 100, 1});
+  std::vector<std::string> names;  // node names are static in real nodes; these outlive the pass
+  names.reserve(70);               // no reallocation: the nodes keep c_str()
+  for (int i = 0; i < 70; ++i) names.push_back("Custom" + std::to_string(i) + "Backward");
+  Tensor like = Tensor::ones(Shape{1});
+  std::vector<ga::Edge> next;
+  for (int i = 0; i < 70; ++i) {
+    auto n = fn_node(
+        names[static_cast<std::size_t>(i)].c_str(), ga::kCpu, next,
+        [last = next.empty()](TensorList&& g) { return last ? TensorList{} : std::move(g); }, like);
+    next = {ga::Edge{n, 0}};
+  }
+  engine.execute(next, {like}, false);
+  gm::Snapshot s = registry.snapshot();
+  std::size_t own = 0;
+  for (const auto& f : s) {
+    if (f.name != "glassbox_autograd_node_seconds") continue;
+    for (const auto& series : f.series) own += series.labels[0].second != "other";
+  }
+  EXPECT_EQ(own, 64u);
+  EXPECT_EQ(node_count(registry, "other"), 6u);
+}
+
+TEST(EngineNodeSeconds, BucketsCarryTheSampledNodeSpanAsExemplar) {
+  gm::Registry registry;
+  ga::Engine engine(ga::EngineOptions{&registry});
+  auto processor = std::make_shared<gt::InMemorySpanProcessor>();
+  gt::set_sampler(gt::always_on());
+  gt::set_span_processor(processor);
+  Tensor x = leaf1(1.0F);
+  ga::backward({x * 2.0F}, {}, ga::BackwardOptions{false, &engine});
+  gt::set_span_processor(nullptr);
+  gt::set_sampler(nullptr);
+  std::map<std::string, std::string> span_of;  // name -> span id
+  for (const auto& s : processor->take()) span_of[s.name] = s.context.span_id.hex();
+  gm::Snapshot snap = registry.snapshot();
+  auto exemplar_span = [&](const std::string& name, const gm::LabelPairs& labels) -> std::string {
+    const gm::SeriesSnapshot* series = gm::find_series(snap, name, labels);
+    if (series == nullptr) return "no series";
+    for (const auto& e : series->histogram.exemplars)
+      if (e) return e->labels[1].second;
+    return "no exemplar";
+  };
+  EXPECT_EQ(exemplar_span("glassbox_autograd_node_seconds", {{"node", "MulScalarBackward"}}),
+            span_of["MulScalarBackward"]);
+  EXPECT_EQ(exemplar_span("glassbox_autograd_backward_seconds", {}), span_of["glassbox.autograd.backward"]);
+}

@@ -3,15 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "glassbox/error.hpp"
 #include "glassbox/metrics/registry.hpp"
+#include "glassbox/trace/context.hpp"
 
 namespace gm = glassbox::metrics;
 
@@ -309,7 +312,7 @@ TEST(Metrics, CollectorsRunBeforeEachSnapshotUntilRemoved) {
 }
 
 TEST(Metrics, HistogramQuantileInterpolatesWithinTheBucket) {
-  gm::HistogramValue h{{1.0, 2.0, 4.0}, {0, 0, 0, 0}, 0, 0.0};
+  gm::HistogramValue h{{1.0, 2.0, 4.0}, {0, 0, 0, 0}, 0, 0.0, {}};
   EXPECT_FALSE(gm::histogram_quantile(h, 0.5));
   h.buckets = {2, 6, 2, 0};  // (0, 1]: 2, (1, 2]: 6, (2, 4]: 2
   h.count = 10;
@@ -321,4 +324,89 @@ TEST(Metrics, HistogramQuantileInterpolatesWithinTheBucket) {
   h.count = 4;
   EXPECT_DOUBLE_EQ(*gm::histogram_quantile(h, 0.99), 4.0);
   EXPECT_DOUBLE_EQ(*gm::histogram_quantile(h, 0.25), 4.0);  // rank 1: all of (2, 4]
+}
+
+namespace {
+
+glassbox::trace::SpanContext span_context(std::uint8_t trace, std::uint8_t span, bool sampled) {
+  glassbox::trace::SpanContext c;
+  c.trace_id.bytes.fill(trace);
+  c.span_id.bytes.fill(span);
+  c.sampled = sampled;
+  return c;
+}
+
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+}  // namespace
+
+TEST(Metrics, HistogramKeepsTheLatestSampledObservationAsItsBucketsExemplar) {
+  gm::Registry r;
+  auto h = r.histogram("test_exemplar_seconds", "latency", {}, {1.0, 2.0}).with();
+  h.observe(0.5);  // no span: no exemplar
+  {
+    glassbox::trace::ContextScope unsampled(span_context(0x11, 0x22, false));
+    h.observe(0.5);
+  }
+  EXPECT_FALSE(h.value().exemplars[0]);
+  {
+    glassbox::trace::ContextScope sampled(span_context(0xab, 0xcd, true));
+    h.observe(0.25);
+    h.observe(1.5);
+  }
+  {
+    glassbox::trace::ContextScope later(span_context(0x01, 0x02, true));
+    h.observe(0.75);
+  }
+  gm::HistogramValue v = h.value();
+  ASSERT_EQ(v.exemplars.size(), 3u);
+  ASSERT_TRUE(v.exemplars[0]);
+  EXPECT_EQ(v.exemplars[0]->labels,
+            (gm::LabelPairs{{"trace_id", "01010101010101010101010101010101"}, {"span_id", "0202020202020202"}}));
+  EXPECT_EQ(v.exemplars[0]->value, 0.75);
+  ASSERT_TRUE(v.exemplars[1]);
+  EXPECT_EQ(v.exemplars[1]->labels[0].second, repeat("ab", 16));
+  EXPECT_EQ(v.exemplars[1]->labels[1].second, repeat("cd", 8));
+  EXPECT_EQ(v.exemplars[1]->value, 1.5);
+  EXPECT_FALSE(v.exemplars[2]);
+  auto now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_NEAR(v.exemplars[1]->timestamp, now, 60);
+}
+
+// Writers race on one slot while a reader checks that every exemplar it sees
+// is one a writer wrote whole: trace id, span id and value from one context.
+TEST(Metrics, ExemplarsReadWhileWrittenAreNeverTorn) {
+  gm::detail::ExemplarSlot slot;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 2; ++w) {
+    writers.emplace_back([&, w] {
+      for (std::uint8_t i = 1; !stop.load(std::memory_order_relaxed); i = static_cast<std::uint8_t>(i % 250 + 1)) {
+        std::uint8_t id = static_cast<std::uint8_t>(i + w);
+        slot.record(span_context(id, id, true), id / 1000.0);
+      }
+    });
+  }
+  int seen = 0;
+  std::string torn;
+  for (auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+       torn.empty() && std::chrono::steady_clock::now() < end;) {
+    auto e = slot.read();
+    if (!e) continue;
+    ++seen;
+    const std::string& trace = e->labels[0].second;
+    const std::string& span = e->labels[1].second;
+    if (trace != repeat(trace.substr(0, 2), 16) || span != trace.substr(0, 16) ||
+        e->value != std::stoi(trace.substr(0, 2), nullptr, 16) / 1000.0) {
+      torn = trace + " " + span + " " + std::to_string(e->value);
+    }
+  }
+  stop = true;
+  for (auto& t : writers) t.join();
+  EXPECT_EQ(torn, "") << "an exemplar mixing two writes";
+  EXPECT_GT(seen, 0);
 }

@@ -4,6 +4,7 @@
 
 #include "glassbox/error.hpp"
 #include "glassbox/exporters/otlp_http_exporter.hpp"
+#include "glassbox/exporters/otlp_metric_exporter.hpp"
 #include "glassbox/exporters/resource.hpp"
 #include "scoped_env.hpp"
 
@@ -26,6 +27,14 @@ const char* const kVariables[] = {
     "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
     "OTEL_SERVICE_NAME",
     "OTEL_RESOURCE_ATTRIBUTES",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+    "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
+    "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION",
+    "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+    "OTEL_METRICS_EXPORTER",
+    "OTEL_METRIC_EXPORT_INTERVAL",
+    "OTEL_METRIC_EXPORT_TIMEOUT",
 };
 
 // Starts every test from a clean environment and restores it afterwards.
@@ -40,6 +49,8 @@ class OtlpConfig : public ::testing::Test {
     one.set(var, value);
     try {
       ge::OtlpHttpOptions::from_env();
+      ge::OtlpMetricOptions::from_env();
+      ge::otlp_metrics_enabled_in_env();
     } catch (const glassbox::ConfigError& e) {
       return e.what();
     }
@@ -114,6 +125,13 @@ TEST_F(OtlpConfig, MalformedValuesNameTheVariableTheValueAndWhatIsAccepted) {
            Case{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc", "http/json"},
            Case{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf", "http/json"},
            Case{"OTEL_RESOURCE_ATTRIBUTES", "=x", "key=value"},
+           Case{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "collector:4318", "http:// or https://"},
+           Case{"OTEL_EXPORTER_OTLP_METRICS_HEADERS", "novalue", "key=value"},
+           Case{"OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "br", "gzip or none"},
+           Case{"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "grpc", "http/json"},
+           Case{"OTEL_METRICS_EXPORTER", "prometheus", "otlp"},
+           Case{"OTEL_METRIC_EXPORT_INTERVAL", "1m", "milliseconds from 1"},
+           Case{"OTEL_METRIC_EXPORT_TIMEOUT", "0", "milliseconds from 1"},
        }) {
     std::string m = error_of(c.var, c.value);
     EXPECT_NE(m.find(std::string(c.var) + "='" + c.value + "'"), std::string::npos) << c.var << ": " << m;
@@ -147,4 +165,39 @@ TEST_F(OtlpConfig, TheSdkAttributesCannotBeOverridden) {
   int sdk_names = 0;
   for (const auto& a : r.attributes) sdk_names += a.key == "telemetry.sdk.name";
   EXPECT_EQ(sdk_names, 1);
+}
+
+TEST_F(OtlpConfig, MetricsReadTheirOwnVariablesFirstAndTheSharedOnesAfter) {
+  auto o = ge::OtlpMetricOptions::from_env();
+  EXPECT_EQ(o.http.url, "http://localhost:4318/v1/metrics");
+  EXPECT_EQ(o.interval, 60000ms);
+  EXPECT_EQ(o.export_timeout, 30000ms);
+  EXPECT_FALSE(ge::otlp_metrics_enabled_in_env());
+  env.set("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318").set("OTEL_EXPORTER_OTLP_HEADERS", "a=1");
+  env.set("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "traces=only").set("OTEL_EXPORTER_OTLP_TIMEOUT", "900");
+  env.set("OTEL_METRIC_EXPORT_INTERVAL", "250").set("OTEL_METRICS_EXPORTER", "otlp");
+  o = ge::OtlpMetricOptions::from_env();
+  EXPECT_EQ(o.http.url, "http://collector:4318/v1/metrics");
+  ASSERT_EQ(o.http.headers.size(), 1u);
+  EXPECT_EQ(o.http.headers[0].first, "a");  // the traces' own headers are not the metrics'
+  EXPECT_EQ(o.http.timeout, 900ms);
+  EXPECT_EQ(o.interval, 250ms);
+  EXPECT_TRUE(ge::otlp_metrics_enabled_in_env());
+  env.set("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://mimir:4318/otlp/v1/metrics");
+  env.set("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "gzip");
+  o = ge::OtlpMetricOptions::from_env();
+  EXPECT_EQ(o.http.url, "http://mimir:4318/otlp/v1/metrics");
+  EXPECT_TRUE(o.http.gzip);
+  EXPECT_EQ(ge::OtlpHttpOptions::from_env().url, "http://collector:4318/v1/traces");
+  env.set("OTEL_METRICS_EXPORTER", "none");
+  EXPECT_FALSE(ge::otlp_metrics_enabled_in_env());
+}
+
+TEST_F(OtlpConfig, OneProcessIsOneInstanceForTracesAndMetricsUnlessTheAttributesNameIt) {
+  const std::string id = ge::Resource::from_env().get("service.instance.id");
+  EXPECT_EQ(id.size(), 36u) << id;  // a UUID
+  EXPECT_EQ(ge::OtlpHttpOptions::from_env().resource.get("service.instance.id"), id);
+  EXPECT_EQ(ge::OtlpMetricOptions::from_env().http.resource.get("service.instance.id"), id);
+  env.set("OTEL_RESOURCE_ATTRIBUTES", "service.instance.id=trainer-3");
+  EXPECT_EQ(ge::Resource::from_env().get("service.instance.id"), "trainer-3");
 }

@@ -1,6 +1,7 @@
 #include "glassbox/autograd/engine_metrics.hpp"
 
 #include "glassbox/autograd/device.hpp"
+#include "node_seconds.hpp"
 
 namespace glassbox::autograd {
 
@@ -12,6 +13,7 @@ DeviceMetrics DeviceMetrics::resolve(metrics::Registry& r, int device) {
       r.up_down_counter("glassbox_autograd_ready_queue_depth", "Backward node tasks waiting in ready queues",
                         {"device"})
           .with({dev}),
+      std::make_shared<NodeSeconds>(r, dev),
   };
 }
 

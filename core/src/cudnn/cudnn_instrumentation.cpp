@@ -3,6 +3,8 @@
 #include <exception>
 #include <vector>
 
+#include "glassbox/error.hpp"
+
 namespace glassbox::cudnn {
 
 StateSeries StateSeries::resolve(metrics::Registry& r, int device, int index) {
@@ -23,6 +25,28 @@ StateSeries StateSeries::resolve(metrics::Registry& r, int device, int index) {
               .with({dev, state}),
       },
   };
+}
+
+AlgorithmCacheSeries AlgorithmCacheSeries::resolve(metrics::Registry& r, const std::string& cache) {
+  const std::vector<std::string> labels{"cache"};
+  return AlgorithmCacheSeries{
+      r.counter("glassbox_cudnn_algorithm_cache_hits_total", "Lookups the cuDNN algorithm cache answered", labels)
+          .with({cache}),
+      r.counter("glassbox_cudnn_algorithm_cache_misses_total",
+                "Lookups the cuDNN algorithm cache missed, each one a query to cuDNN", labels)
+          .with({cache}),
+      r.counter("glassbox_cudnn_algorithm_cache_evictions_total",
+                "Entries the cuDNN algorithm cache dropped to stay within its capacity", labels)
+          .with({cache}),
+      r.gauge("glassbox_cudnn_algorithm_cache_entries", "Entries the cuDNN algorithm cache holds", labels)
+          .with({cache}),
+  };
+}
+
+std::size_t detail::checked_cache_capacity(const std::string& cache, std::size_t capacity) {
+  if (capacity == 0)
+    throw ConfigError("cuDNN algorithm cache '" + cache + "': capacity 0; it must hold 1 entry or more");
+  return capacity;
 }
 
 std::unique_lock<std::mutex> lock_timed(std::mutex& mu, const metrics::Histogram& wait_seconds, WaitClock clock) {

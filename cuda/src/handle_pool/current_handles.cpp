@@ -1,5 +1,7 @@
 #include "glassbox/cuda/handle_pool/current_handles.hpp"
 
+#include <cuda.h>
+
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -104,11 +106,40 @@ void bind_cudnn(cudnnHandle_t h, cudaStream_t stream, int) {
   cuda::check_cudnn(cudnnSetStream(h, stream), "cudnnSetStream");
 }
 
+// The driver's cuCtxGetCurrent through the runtime, so that glassbox::cuda
+// needs no link to libcuda; null where the driver does not offer it.
+using CtxGetCurrent = CUresult (*)(CUcontext*);
+CtxGetCurrent ctx_get_current() {
+  static const CtxGetCurrent fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    return cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &f, 12000, cudaEnableDefault, &found) == cudaSuccess &&
+                   found == cudaDriverEntryPointSuccess
+               ? reinterpret_cast<CtxGetCurrent>(f)
+               : nullptr;
+  }();
+  return fn;
+}
+
+// A thread that takes a pooled handle another thread created may never have
+// had a context current: cuBLAS and cuDNN calls want one, and every later
+// cudaGetDevice on such a thread takes the runtime's slow path (the argument-
+// free accessors call it each time). As PyTorch's handle getters do, make the
+// current device's primary context current there, and only there: a context
+// the caller made current (driver API) is left alone.
+void ensure_current_context() {
+  const CtxGetCurrent get = ctx_get_current();
+  CUcontext ctx = nullptr;
+  if (get == nullptr || (get(&ctx) == CUDA_SUCCESS && ctx != nullptr)) return;
+  cuda::check_cuda(cudaSetDevice(cuda::current_device()), "cudaSetDevice (no current context)");
+}
+
 // Reserves the thread's handle for `device` and binds it to `stream` unless
 // it already is; remembers the answer for the next call's fast path.
 template <class Handle, class Pool, class Bind>
 Handle reserve_bound(Pool& pool, int device, cudaStream_t stream, LastAnswer<Handle>& last, Bind bind) {
   thread_local std::vector<Binding<Handle>> bindings;
+  ensure_current_context();
   Handle h = pool.reserve(device);
   auto d = static_cast<std::size_t>(device);
   if (bindings.size() <= d) bindings.resize(d + 1);

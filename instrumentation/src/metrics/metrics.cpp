@@ -101,7 +101,8 @@ Histogram Histogram::create(const Config& config) {
   std::size_t buckets = config.upper_bounds->size() + 1;
   detail::CellId first = detail::allocate_cells(buckets, detail::CellKind::u64);
   detail::allocate_cells(1, detail::CellKind::f64);  // the sum, right after the buckets
-  return Histogram(config.upper_bounds, first);
+  return Histogram(config.upper_bounds, first,
+                   std::shared_ptr<detail::ExemplarSlot[]>(new detail::ExemplarSlot[buckets]));
 }
 
 HistogramValue Histogram::value() const {
@@ -116,6 +117,7 @@ HistogramValue Histogram::value_locked() const {
   for (std::size_t i = 0; i <= bounds_->size(); ++i) {
     v.buckets.push_back(detail::sum_u64(first_cell_ + static_cast<detail::CellId>(i)));
     v.count += v.buckets.back();
+    v.exemplars.push_back(exemplars_[i].read());
   }
   v.sum = detail::sum_f64(sum_cell());
   return v;

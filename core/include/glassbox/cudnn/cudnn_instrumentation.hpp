@@ -29,6 +29,28 @@ struct StateSeries {
   static StateSeries resolve(metrics::Registry& registry, int device, int index);
 };
 
+/// An AlgorithmCache's series, labelled {cache=<name>}. The entries gauge is
+/// added to, not set, so caches of one name on one registry add up.
+struct AlgorithmCacheSeries {
+  metrics::Counter hits;       ///< glassbox_cudnn_algorithm_cache_hits_total
+  metrics::Counter misses;     ///< glassbox_cudnn_algorithm_cache_misses_total (each one a query)
+  metrics::Counter evictions;  ///< glassbox_cudnn_algorithm_cache_evictions_total
+  metrics::Gauge entries;      ///< glassbox_cudnn_algorithm_cache_entries
+
+  static AlgorithmCacheSeries resolve(metrics::Registry& registry, const std::string& cache);
+};
+
+/// The `cache` label values of the CUDA conv2d kernels' algorithm caches, one
+/// per direction. Every CudnnStates resolves their series when it is built,
+/// so a process with cuDNN states shows them (at zero) before, or without,
+/// any convolution that plans through them (the CPU demo's sim states, say).
+inline constexpr const char* kConvPlanCaches[] = {"conv_forward", "conv_backward_data", "conv_backward_filter"};
+
+namespace detail {
+/// `capacity` when at least 1; ConfigError naming the cache otherwise.
+std::size_t checked_cache_capacity(const std::string& cache, std::size_t capacity);
+}  // namespace detail
+
 /// What the wait for a state's lock is timed with. A plain function, so
 /// that options holding one stay a literal type.
 using WaitClock = std::chrono::steady_clock::time_point (*)();

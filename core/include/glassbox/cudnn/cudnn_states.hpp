@@ -10,7 +10,8 @@
 // Ownership: owns the backend and the states; states live until it dies.
 // Thread-safety: run() may be called from any thread at once.
 // Metrics: per {device, state} series (see cudnn_instrumentation.hpp),
-// resolved for every slot at construction, so idle states show as zeros.
+// resolved for every slot at construction, so idle states show as zeros; the
+// conv algorithm caches' series (kConvPlanCaches) likewise.
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -51,6 +52,7 @@ class CudnnStates {
                        metrics::Registry& registry = metrics::Registry::global())
       : backend_(std::move(backend)), options_(options), device_count_(backend_.device_count()) {
     detail::check_options(options_);
+    for (const char* cache : kConvPlanCaches) AlgorithmCacheSeries::resolve(registry, cache);
     for (int d = 0; d < device_count_; ++d) {
       for (int i = 0; i < options_.states_per_device; ++i) {
         slots_.push_back(std::make_unique<Slot>(StateSeries::resolve(registry, d, i)));

@@ -1,6 +1,8 @@
 #pragma once
 // Serves a glassbox metrics registry at http(s)://ADDRESS/metrics in the
-// Prometheus text format. At each scrape it takes a snapshot of the registry
+// Prometheus text format, and a live page at http(s)://ADDRESS/ that polls
+// it and draws each part's last minutes (exporters/ui/, compiled in; the
+// same access rules). At each scrape it takes a snapshot of the registry
 // and prometheus-cpp writes the text, so nothing is copied or serialised
 // between scrapes.
 //
@@ -52,12 +54,15 @@ struct PrometheusOptions {
   bool allow_unauthenticated = false;
   /// Header read time, header size, connection caps.
   HttpLimits limits;
+  /// Serve the live page at / (else / answers 404, as any unknown path).
+  bool live_page = true;
 
   /// Address from GLASSBOX_METRICS_ADDR, credentials from BasicAuth::from_env(),
   /// tls from TlsConfig::from_env(), limits from HttpLimits::from_env(),
   /// allow_unauthenticated from GLASSBOX_METRICS_ALLOW_UNAUTHENTICATED
-  /// (true|false), else the defaults. A malformed value throws ConfigError
-  /// naming the variable and the accepted form.
+  /// (true|false), live_page from GLASSBOX_METRICS_UI (true|false), else the
+  /// defaults. A malformed value throws ConfigError naming the variable and
+  /// the accepted form.
   static PrometheusOptions from_env();
 };
 
@@ -80,8 +85,12 @@ class PrometheusExporter {
   std::uint16_t port() const noexcept { return port_; }
   /// http://host:port/metrics, or https:// with TLS
   std::string url() const;
+  /// http(s)://host:port/, the live page; empty when live_page is off.
+  std::string page_url() const;
 
  private:
+  std::string origin() const;  // scheme://host:port
+
   PrometheusOptions options_;
   std::unique_ptr<detail::HttpServer> server_;
   std::uint16_t port_ = 0;

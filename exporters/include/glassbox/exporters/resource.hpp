@@ -1,7 +1,10 @@
 #pragma once
 // The OpenTelemetry resource: attributes that describe the process every span
-// came from (service.name, telemetry.sdk.*). Exporters attach it to what they
-// send; the trace file names its process after service.name.
+// and metric came from (service.name, service.instance.id, telemetry.sdk.*).
+// Exporters attach it to what they send; the trace file names its process
+// after service.name. Behind an OpenTelemetry Collector's Prometheus
+// exporter, service.name becomes the `job` label and service.instance.id the
+// `instance` label, so processes of one service must differ in the second.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,7 +28,9 @@ struct Resource {
   static Resource from_env();
   /// Same, from given values (empty means unset). service.name comes from
   /// `service_name`, else from `resource_attributes`, else is
-  /// "unknown_service:<executable name>"; telemetry.sdk.{name,language,version}
+  /// "unknown_service:<executable name>"; service.instance.id comes from
+  /// `resource_attributes`, else is a random UUID made once per process (so
+  /// traces and metrics agree); telemetry.sdk.{name,language,version}
   /// are glassbox's and cannot be overridden.
   static Resource make(std::string_view service_name, std::string_view resource_attributes);
 };

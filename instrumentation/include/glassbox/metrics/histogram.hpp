@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "glassbox/metrics/cell_arena.hpp"
+#include "glassbox/metrics/exemplar_slot.hpp"
 #include "glassbox/metrics/snapshot.hpp"
+#include "glassbox/trace/context.hpp"
 
 namespace glassbox::metrics {
 
@@ -16,6 +18,10 @@ namespace glassbox::metrics {
 /// lock, on the calling thread's cells (its bucket, then the sum). value() and
 /// scrapes do not stop writers, so a read racing with an observe() may see
 /// one of its two updates and not the other; the next read has both.
+///
+/// An observe() made while the thread's current span is sampled also becomes
+/// its bucket's exemplar (exemplar_slot.hpp); otherwise the span costs it one
+/// thread-local load.
 class Histogram {
  public:
   struct Config {
@@ -24,15 +30,20 @@ class Histogram {
   static constexpr MetricType type = MetricType::histogram;
   static Histogram create(const Config& config);
 
-  /// `first_cell` starts bounds->size()+1 bucket cells followed by one sum cell.
-  Histogram(std::shared_ptr<const std::vector<double>> bounds, detail::CellId first_cell) noexcept
-      : bounds_(std::move(bounds)), first_cell_(first_cell) {}
+  /// `first_cell` starts bounds->size()+1 bucket cells followed by one sum
+  /// cell; `exemplars` holds one slot per bucket.
+  Histogram(std::shared_ptr<const std::vector<double>> bounds, detail::CellId first_cell,
+            std::shared_ptr<detail::ExemplarSlot[]> exemplars) noexcept
+      : bounds_(std::move(bounds)), exemplars_(std::move(exemplars)), first_cell_(first_cell) {}
 
   void observe(double v) const noexcept {
     const auto& b = *bounds_;
     auto bucket = static_cast<detail::CellId>(std::lower_bound(b.begin(), b.end(), v) - b.begin());
     detail::add_u64(first_cell_ + bucket, 1);
     detail::add_f64(sum_cell(), v);
+    const trace::SpanContext& span = trace::detail::current;
+    if (span.sampled) [[unlikely]]
+      exemplars_[bucket].record(span, v);
   }
 
   /// Current buckets, count and sum over all threads (takes the arena lock).
@@ -45,6 +56,7 @@ class Histogram {
   detail::CellId sum_cell() const noexcept { return first_cell_ + static_cast<detail::CellId>(bounds_->size()) + 1; }
 
   std::shared_ptr<const std::vector<double>> bounds_;
+  std::shared_ptr<detail::ExemplarSlot[]> exemplars_;
   detail::CellId first_cell_;
 };
 

@@ -12,11 +12,21 @@ enum class MetricType { counter, gauge, histogram };
 
 using LabelPairs = std::vector<std::pair<std::string, std::string>>;
 
+/// An observation kept as an example of its bucket: the span it was made in
+/// (OpenMetrics exemplar), so a latency bucket leads to a trace.
+struct Exemplar {
+  LabelPairs labels;       ///< trace_id and span_id, lowercase hex
+  double value = 0.0;      ///< the observed value
+  double timestamp = 0.0;  ///< when, in seconds since the Unix epoch
+};
+
 struct HistogramValue {
   std::vector<double> upper_bounds;    ///< finite bounds, ascending; +Inf is implied
   std::vector<std::uint64_t> buckets;  ///< per bucket, not cumulative; last is +Inf
   std::uint64_t count = 0;             ///< equals the sum of buckets
   double sum = 0.0;
+  /// Empty, or one per bucket: the latest observation made in a sampled span.
+  std::vector<std::optional<Exemplar>> exemplars;
 };
 
 struct SeriesSnapshot {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "glassbox/trace/attribute.hpp"
+#include "glassbox/trace/context.hpp"
 #include "glassbox/trace/span_context.hpp"
 #include "glassbox/trace/span_data.hpp"
 
@@ -19,9 +20,6 @@ namespace glassbox::trace {
 
 namespace detail {
 extern std::atomic<bool> tracing_on;
-/// The calling thread's current context (current_context() reads it). Here so
-/// that ending a span that records nothing is inline: one 32-byte copy back.
-extern constinit thread_local SpanContext current;
 }  // namespace detail
 
 class Span {

@@ -9,7 +9,9 @@
 // for neither again. Do not call cublasSetStream on these handles yourself.
 // The overloads without arguments find the device and stream themselves: the
 // thread's current device and its current stream there (current_stream.hpp),
-// the job PyTorch's getCurrentCUDABlasHandle() does.
+// the job PyTorch's getCurrentCUDABlasHandle() does. On a thread with no
+// current context, the first call makes the current device's primary context
+// current (as PyTorch's getters do; cuBLAS and cuDNN want one).
 #include "glassbox/cuda/handle_pool/cuda_handle_factories.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
 

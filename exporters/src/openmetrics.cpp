@@ -1,0 +1,230 @@
+#include "glassbox/exporters/detail/openmetrics.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+
+#include "glassbox/exporters/detail/http_request_head.hpp"
+
+namespace glassbox::exporters::detail {
+
+namespace {
+
+// --- Accept ------------------------------------------------------------------
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Cuts `s` at the first `separator`: returns what was before it, leaves the rest.
+std::string_view cut(std::string_view& s, char separator) {
+  std::size_t at = s.find(separator);
+  std::string_view head = s.substr(0, at);
+  s.remove_prefix(at == std::string_view::npos ? s.size() : at + 1);
+  return head;
+}
+
+struct MediaRange {
+  std::string_view type;
+  std::string_view version;  // empty when absent
+  double q = 1.0;
+};
+
+MediaRange parse_range(std::string_view range) {
+  MediaRange r{trim(cut(range, ';')), {}, 1.0};
+  while (!range.empty()) {
+    std::string_view param = trim(cut(range, ';'));
+    std::string_view name = trim(cut(param, '='));
+    std::string_view value = trim(param);
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+    if (equals_ignoring_case(name, "version")) r.version = value;
+    if (equals_ignoring_case(name, "q")) {
+      // A q that does not parse, or lies outside [0, 1], makes the range unacceptable.
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), r.q);
+      if (ec != std::errc() || end != value.data() + value.size() || !(r.q >= 0 && r.q <= 1)) r.q = 0;
+    }
+  }
+  return r;
+}
+
+// --- Text ----------------------------------------------------------------------
+
+// The length of the UTF-8 sequence at the start of `s`, or 0 when it is not one
+// (overlong forms, surrogates and code points past U+10FFFF included).
+std::size_t utf8_sequence(std::string_view s) {
+  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  unsigned char b = byte(0);
+  if (b < 0x80) return 1;
+  std::size_t n = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC2 ? 2 : 0;
+  if (n == 0 || b > 0xF4 || s.size() < n) return 0;
+  for (std::size_t i = 1; i < n; ++i)
+    if ((byte(i) & 0xC0) != 0x80) return 0;
+  unsigned char second = byte(1);
+  if ((b == 0xE0 && second < 0xA0) || (b == 0xED && second >= 0xA0) || (b == 0xF0 && second < 0x90) ||
+      (b == 0xF4 && second >= 0x90))
+    return 0;
+  return n;
+}
+
+// A label value or help text: backslash, double quote and newline escaped, and
+// bytes that are not UTF-8 replaced, so the line stays one valid line.
+void write_escaped(std::string& out, std::string_view s) {
+  while (!s.empty()) {
+    std::size_t n = utf8_sequence(s);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      n = 1;
+    } else if (s[0] == '\\') {
+      out += "\\\\";
+    } else if (s[0] == '"') {
+      out += "\\\"";
+    } else if (s[0] == '\n') {
+      out += "\\n";
+    } else {
+      out.append(s.substr(0, n));
+    }
+    s.remove_prefix(n);
+  }
+}
+
+// Characters (code points) as OpenMetrics counts an exemplar's label set.
+std::size_t characters(std::string_view s) {
+  std::size_t count = 0;
+  while (!s.empty()) {
+    s.remove_prefix(std::max<std::size_t>(utf8_sequence(s), 1));
+    ++count;
+  }
+  return count;
+}
+
+// Room for any double in fixed notation (309 digits before the point).
+template <class T>
+void write_chars(std::string& out, T value, auto... format) {
+  char buffer[400];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value, format...);
+  out.append(buffer, ec == std::errc() ? end : buffer);
+}
+
+// 16 significant digits, as prometheus-cpp writes the 0.0.4 text, so a bucket's
+// `le` is the same string in both formats and a series keeps its identity
+// when a scraper switches.
+void write_number(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "NaN";
+  } else if (std::isinf(v)) {
+    out += v > 0 ? "+Inf" : "-Inf";
+  } else {
+    write_chars(out, v, std::chars_format::general, 16);
+  }
+}
+
+void write_labels(std::string& out, const metrics::LabelPairs& labels, const std::string* le = nullptr) {
+  if (labels.empty() && le == nullptr) return;
+  out += '{';
+  bool first = true;
+  for (const auto& [name, value] : labels) {
+    if (!first) out += ',';
+    first = false;
+    out += name;
+    out += "=\"";
+    write_escaped(out, value);
+    out += '"';
+  }
+  if (le != nullptr) {
+    if (!first) out += ',';
+    out += "le=\"" + *le + '"';
+  }
+  out += '}';
+}
+
+void write_exemplar(std::string& out, const metrics::Exemplar& e) {
+  std::size_t length = 0;
+  for (const auto& [name, value] : e.labels) length += characters(name) + characters(value);
+  if (length > 128) return;
+  out += " # ";
+  if (e.labels.empty()) out += "{}";
+  write_labels(out, e.labels);
+  out += ' ';
+  write_number(out, e.value);
+  if (!std::isfinite(e.timestamp)) return;  // optional, and OpenMetrics has no NaN or Inf time
+  out += ' ';
+  write_chars(out, e.timestamp, std::chars_format::fixed, 3);
+}
+
+void write_histogram(std::string& out, const std::string& name, const metrics::SeriesSnapshot& s) {
+  const metrics::HistogramValue& h = s.histogram;
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < h.buckets.size(); ++i) {
+    cumulative += h.buckets[i];
+    std::string le;
+    write_number(le, i < h.upper_bounds.size() ? h.upper_bounds[i] : INFINITY);
+    out += name + "_bucket";
+    write_labels(out, s.labels, &le);
+    out += ' ';
+    write_chars(out, cumulative);
+    if (i < h.exemplars.size() && h.exemplars[i]) write_exemplar(out, *h.exemplars[i]);
+    out += '\n';
+  }
+  out += name + "_count";
+  write_labels(out, s.labels);
+  out += ' ';
+  write_chars(out, h.count);
+  out += '\n' + name + "_sum";
+  write_labels(out, s.labels);
+  out += ' ';
+  write_number(out, h.sum);
+  out += '\n';
+}
+
+void write_family(std::string& out, const metrics::FamilySnapshot& f) {
+  // OpenMetrics names a counter without its `_total`, which only its sample has.
+  std::string name = f.name;
+  if (f.type == metrics::MetricType::counter && name.ends_with("_total")) name.resize(name.size() - 6);
+  const char* type = f.type == metrics::MetricType::counter ? "counter"
+                     : f.type == metrics::MetricType::gauge ? "gauge"
+                                                            : "histogram";
+  out += "# TYPE " + name + ' ' + type + '\n';
+  out += "# HELP " + name + ' ';
+  write_escaped(out, f.help);
+  out += '\n';
+  for (const auto& s : f.series) {
+    if (f.type == metrics::MetricType::histogram) {
+      write_histogram(out, name, s);
+      continue;
+    }
+    out += f.type == metrics::MetricType::counter ? name + "_total" : name;
+    write_labels(out, s.labels);
+    out += ' ';
+    write_number(out, s.value);
+    out += '\n';
+  }
+}
+
+}  // namespace
+
+bool accepts_openmetrics(std::string_view accept) {
+  double openmetrics = 0;
+  double text = 0;
+  while (!accept.empty()) {
+    MediaRange r = parse_range(cut(accept, ','));
+    if (equals_ignoring_case(r.type, "application/openmetrics-text") && (r.version.empty() || r.version == "1.0.0")) {
+      openmetrics = std::max(openmetrics, r.q);
+    } else if (equals_ignoring_case(r.type, "text/plain")) {
+      text = std::max(text, r.q);
+    }
+  }
+  return openmetrics > 0 && openmetrics >= text;
+}
+
+std::string openmetrics_text(const metrics::Snapshot& snapshot) {
+  std::string out;
+  for (const auto& f : snapshot) {
+    if (!f.series.empty()) write_family(out, f);
+  }
+  out += "# EOF\n";
+  return out;
+}
+
+}  // namespace glassbox::exporters::detail
