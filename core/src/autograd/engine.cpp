@@ -57,173 +57,175 @@ NodeTask next_task(ReadyQueue& q, std::optional<NodeTask>& next) {
   }
   flush_next(q, next);
   return q.pop();
-  // Whether the node about to run on this thread is timed: every node under a
-  // sampled span, and, of the rest, one after a random gap averaging `interval`
-  // (uniform in [0, 2 * interval - 2] untimed nodes; random so that no graph
-  // whose node kinds repeat with some period is timed at one kind only). An
-  // untimed node pays a thread-local countdown instead of two clock reads.
-  thread_local std::uint32_t tl_untimed_left = 0;
-  thread_local std::uint32_t tl_timing_rng = 0x9e3779b9u;
+}
 
-  bool time_this_node(bool sampled, std::uint32_t interval) noexcept {
-    if (sampled || interval <= 1) return true;  // the countdown is the thread's, across engines
-    if (tl_untimed_left > 0) {
-      --tl_untimed_left;
-      return false;
-    }
-    std::uint32_t x = tl_timing_rng;  // xorshift32
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    tl_timing_rng = x;
-    tl_untimed_left = x % (2 * interval - 1);
-    return true;
+// Whether the node about to run on this thread is timed: every node under a
+// sampled span, and, of the rest, one after a random gap averaging `interval`
+// (uniform in [0, 2 * interval - 2] untimed nodes; random so that no graph
+// whose node kinds repeat with some period is timed at one kind only). An
+// untimed node pays a thread-local countdown instead of two clock reads.
+thread_local std::uint32_t tl_untimed_left = 0;
+thread_local std::uint32_t tl_timing_rng = 0x9e3779b9u;
+
+bool time_this_node(bool sampled, std::uint32_t interval) noexcept {
+  if (sampled || interval <= 1) return true;  // the countdown is the thread's, across engines
+  if (tl_untimed_left > 0) {
+    --tl_untimed_left;
+    return false;
   }
+  std::uint32_t x = tl_timing_rng;  // xorshift32
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  tl_timing_rng = x;
+  tl_untimed_left = x % (2 * interval - 1);
+  return true;
+}
 
-  // Makes the calling thread a server of `queue` for one (possibly nested) run loop.
-  class ServingScope {
-   public:
-    ServingScope(std::shared_ptr<ReadyQueue> queue, Engine& engine) noexcept : saved_(tl) {
-      tl.queue = std::move(queue);
-      tl.engine = &engine;
-      ++tl.stack_depth;
+// Makes the calling thread a server of `queue` for one (possibly nested) run loop.
+class ServingScope {
+ public:
+  ServingScope(std::shared_ptr<ReadyQueue> queue, Engine& engine) noexcept : saved_(tl) {
+    tl.queue = std::move(queue);
+    tl.engine = &engine;
+    ++tl.stack_depth;
+  }
+  ~ServingScope() { tl = std::move(saved_); }
+  ServingScope(const ServingScope&) = delete;
+  ServingScope& operator=(const ServingScope&) = delete;
+
+ private:
+  ThreadState saved_;
+};
+
+// Makes `g` the calling thread's current graph task: where queue_callback
+// adds, and the parent of a nested execute.
+class CurrentTaskScope {
+ public:
+  explicit CurrentTaskScope(GraphTask& g) noexcept : saved_(tl.graph_task) { tl.graph_task = &g; }
+  ~CurrentTaskScope() { tl.graph_task = saved_; }
+  CurrentTaskScope(const CurrentTaskScope&) = delete;
+  CurrentTaskScope& operator=(const CurrentTaskScope&) = delete;
+
+ private:
+  GraphTask* saved_;
+};
+
+std::string describe_slot(const Edge& e) {
+  return "input " + std::to_string(e.input_nr) + " of '" + e.function->name() + "'";
+}
+
+// Every gradient must match the slot it feeds: a wrong one would be summed
+// into other gradients and fail far from its cause.
+void check_gradients(const char* producer, const std::vector<Edge>& edges, const TensorList& grads) {
+  if (grads.size() != edges.size()) {
+    throw Error(std::string(producer) + " produced " + std::to_string(grads.size()) + " gradients for " +
+                std::to_string(edges.size()) + " edges");
+  }
+  for (std::size_t i = 0; i < edges.size(); ++i) {
+    if (!edges[i].valid() || !grads[i].defined()) continue;
+    const InputMetadata& want = edges[i].function->input_metadata(edges[i].input_nr);
+    if (grads[i].shape() != want.shape) {
+      throw Error(std::string(producer) + " produced a gradient of shape " + grads[i].shape().str() + " for " +
+                  describe_slot(edges[i]) + ", which expects " + want.shape.str());
     }
-    ~ServingScope() { tl = std::move(saved_); }
-    ServingScope(const ServingScope&) = delete;
-    ServingScope& operator=(const ServingScope&) = delete;
+    if (grads[i].device() != want.device) {
+      throw Error(std::string(producer) + " produced a gradient on device " + device_name(grads[i].device()) + " for " +
+                  describe_slot(edges[i]) + ", which expects device " + device_name(want.device));
+    }
+  }
+}
 
-   private:
-    ThreadState saved_;
+// Whether a gradient arriving at `fn` is routed to it.
+bool should_run(const GraphTask& g, const Node* fn) {
+  if (g.accumulate) return true;
+  const ExecInfo* info = g.exec_info.find(fn);
+  return info != nullptr && (info->needed || !info->captures.empty());
+}
+
+// Counts, for every node reachable from the roots, the edges that lead into
+// it; returns the devices seen as a bit set (bit 0: cpu, bit d+1: device d).
+std::uint64_t compute_dependencies(GraphTask& g, const std::vector<Edge>& roots) {
+  std::uint64_t devices = 0;
+  // Reused: no user code runs during the search, so it never nests on a thread.
+  thread_local std::vector<const Node*> stack;
+  stack.clear();
+  auto count = [&](const Edge& e) {
+    if (!e.valid()) return;
+    auto [count_of, first] = g.dependencies.try_emplace(e.function.get());
+    ++*count_of;
+    if (first) stack.push_back(e.function.get());
   };
+  for (const Edge& e : roots) count(e);
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    devices |= std::uint64_t{1} << (n->device() + 1);
+    for (const Edge& e : n->next_edges()) count(e);
+  }
+  return devices;
+}
 
-  // Makes `g` the calling thread's current graph task: where queue_callback
-  // adds, and the parent of a nested execute.
-  class CurrentTaskScope {
-   public:
-    explicit CurrentTaskScope(GraphTask& g) noexcept : saved_(tl.graph_task) { tl.graph_task = &g; }
-    ~CurrentTaskScope() { tl.graph_task = saved_; }
-    CurrentTaskScope(const CurrentTaskScope&) = delete;
-    CurrentTaskScope& operator=(const CurrentTaskScope&) = delete;
+void add_captures(GraphTask& g, const std::vector<Edge>& outputs) {
+  g.outputs = outputs;
+  g.captured = InputBuffer(outputs.size());
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].valid()) {
+      g.exec_info.try_emplace(outputs[i].function.get()).first->captures.emplace_back(outputs[i].input_nr, i);
+    }
+  }
+}
 
-   private:
-    GraphTask* saved_;
+// Marks the nodes on a path from a root to a captured edge (post-order DFS,
+// iterative so long chains do not overflow the stack).
+void mark_needed(GraphTask& g, const std::vector<Edge>& roots) {
+  struct Frame {
+    const Node* node;
+    std::size_t next;
   };
-
-  std::string describe_slot(const Edge& e) {
-    return "input " + std::to_string(e.input_nr) + " of '" + e.function->name() + "'";
-  }
-
-  // Every gradient must match the slot it feeds: a wrong one would be summed
-  // into other gradients and fail far from its cause.
-  void check_gradients(const char* producer, const std::vector<Edge>& edges, const TensorList& grads) {
-    if (grads.size() != edges.size()) {
-      throw Error(std::string(producer) + " produced " + std::to_string(grads.size()) + " gradients for " +
-                  std::to_string(edges.size()) + " edges");
+  thread_local std::vector<Frame> stack;  // reused, as in compute_dependencies
+  stack.clear();
+  auto visit = [&](const Edge& e) {
+    if (!e.valid()) return;
+    ExecInfo& info = *g.exec_info.try_emplace(e.function.get()).first;
+    if (!std::exchange(info.visited, true)) stack.push_back({e.function.get(), 0});
+  };
+  for (const Edge& e : roots) visit(e);
+  while (!stack.empty()) {
+    const Node* n = stack.back().node;
+    const std::vector<Edge>& edges = n->next_edges();
+    if (stack.back().next < edges.size()) {
+      visit(edges[stack.back().next++]);
+      continue;
     }
-    for (std::size_t i = 0; i < edges.size(); ++i) {
-      if (!edges[i].valid() || !grads[i].defined()) continue;
-      const InputMetadata& want = edges[i].function->input_metadata(edges[i].input_nr);
-      if (grads[i].shape() != want.shape) {
-        throw Error(std::string(producer) + " produced a gradient of shape " + grads[i].shape().str() + " for " +
-                    describe_slot(edges[i]) + ", which expects " + want.shape.str());
-      }
-      if (grads[i].device() != want.device) {
-        throw Error(std::string(producer) + " produced a gradient on device " + device_name(grads[i].device()) +
-                    " for " + describe_slot(edges[i]) + ", which expects device " + device_name(want.device));
-      }
+    stack.pop_back();
+    auto leads_on = [&](const Edge& e) { return e.valid() && should_run(g, e.function.get()); };
+    if (std::any_of(edges.begin(), edges.end(), leads_on)) {
+      g.exec_info.try_emplace(n).first->needed = true;
     }
   }
+}
 
-  // Whether a gradient arriving at `fn` is routed to it.
-  bool should_run(const GraphTask& g, const Node* fn) {
-    if (g.accumulate) return true;
-    const ExecInfo* info = g.exec_info.find(fn);
-    return info != nullptr && (info->needed || !info->captures.empty());
+std::string device_list(std::uint64_t devices) {
+  std::string s;
+  for (int d = kCpu; d < kMaxDevices; ++d) {
+    if (devices & (std::uint64_t{1} << (d + 1))) s += (s.empty() ? "" : ",") + device_name(d);
   }
+  return s;
+}
 
-  // Counts, for every node reachable from the roots, the edges that lead into
-  // it; returns the devices seen as a bit set (bit 0: cpu, bit d+1: device d).
-  std::uint64_t compute_dependencies(GraphTask & g, const std::vector<Edge>& roots) {
-    std::uint64_t devices = 0;
-    // Reused: no user code runs during the search, so it never nests on a thread.
-    thread_local std::vector<const Node*> stack;
-    stack.clear();
-    auto count = [&](const Edge& e) {
-      if (!e.valid()) return;
-      auto [count_of, first] = g.dependencies.try_emplace(e.function.get());
-      ++*count_of;
-      if (first) stack.push_back(e.function.get());
-    };
-    for (const Edge& e : roots) count(e);
-    while (!stack.empty()) {
-      const Node* n = stack.back();
-      stack.pop_back();
-      devices |= std::uint64_t{1} << (n->device() + 1);
-      for (const Edge& e : n->next_edges()) count(e);
-    }
-    return devices;
+void check_roots(const std::vector<Edge>& roots, const TensorList& grads) {
+  if (grads.size() != roots.size()) {
+    throw Error("backward got " + std::to_string(grads.size()) + " gradients for " + std::to_string(roots.size()) +
+                " roots");
   }
-
-  void add_captures(GraphTask & g, const std::vector<Edge>& outputs) {
-    g.outputs = outputs;
-    g.captured = InputBuffer(outputs.size());
-    for (std::size_t i = 0; i < outputs.size(); ++i) {
-      if (outputs[i].valid()) {
-        g.exec_info.try_emplace(outputs[i].function.get()).first->captures.emplace_back(outputs[i].input_nr, i);
-      }
+  for (std::size_t i = 0; i < roots.size(); ++i) {
+    if (!roots[i].valid()) {
+      throw Error("root " + std::to_string(i) + " does not require grad and has no grad_fn");
     }
   }
-
-  // Marks the nodes on a path from a root to a captured edge (post-order DFS,
-  // iterative so long chains do not overflow the stack).
-  void mark_needed(GraphTask & g, const std::vector<Edge>& roots) {
-    struct Frame {
-      const Node* node;
-      std::size_t next;
-    };
-    thread_local std::vector<Frame> stack;  // reused, as in compute_dependencies
-    stack.clear();
-    auto visit = [&](const Edge& e) {
-      if (!e.valid()) return;
-      ExecInfo& info = *g.exec_info.try_emplace(e.function.get()).first;
-      if (!std::exchange(info.visited, true)) stack.push_back({e.function.get(), 0});
-    };
-    for (const Edge& e : roots) visit(e);
-    while (!stack.empty()) {
-      const Node* n = stack.back().node;
-      const std::vector<Edge>& edges = n->next_edges();
-      if (stack.back().next < edges.size()) {
-        visit(edges[stack.back().next++]);
-        continue;
-      }
-      stack.pop_back();
-      auto leads_on = [&](const Edge& e) { return e.valid() && should_run(g, e.function.get()); };
-      if (std::any_of(edges.begin(), edges.end(), leads_on)) {
-        g.exec_info.try_emplace(n).first->needed = true;
-      }
-    }
-  }
-
-  std::string device_list(std::uint64_t devices) {
-    std::string s;
-    for (int d = kCpu; d < kMaxDevices; ++d) {
-      if (devices & (std::uint64_t{1} << (d + 1))) s += (s.empty() ? "" : ",") + device_name(d);
-    }
-    return s;
-  }
-
-  void check_roots(const std::vector<Edge>& roots, const TensorList& grads) {
-    if (grads.size() != roots.size()) {
-      throw Error("backward got " + std::to_string(grads.size()) + " gradients for " + std::to_string(roots.size()) +
-                  " roots");
-    }
-    for (std::size_t i = 0; i < roots.size(); ++i) {
-      if (!roots[i].valid()) {
-        throw Error("root " + std::to_string(i) + " does not require grad and has no grad_fn");
-      }
-    }
-    check_gradients("the root gradient list", roots, grads);
-  }
+  check_gradients("the root gradient list", roots, grads);
+}
 
 }  // namespace
 
