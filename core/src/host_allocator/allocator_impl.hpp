@@ -225,7 +225,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   template <class Fn>
   void for_each_block(Fn fn);
   void on_allocated(Block* b, std::size_t size, bool hit, bool captured);
-  void return_free(Block* b);
+  void return_free(Block* b, ThreadCache* tc);                 // tc: the caller's local_cache()
   void note_cached(std::size_t bytes);                         // a block of `bytes` went into a thread cache
   void count_free(const BlockPool& pool, std::int64_t bytes);  // on pool's shared lists: +bytes
   // `stamped`: b->freed_tick is set already (see process_events).

@@ -293,7 +293,8 @@ void CachingHostAllocator::free(void* ctx) {
   if (ctx == nullptr) return;
   Impl& a = *impl_;
   auto* b = static_cast<Block*>(ctx);
-  if (ThreadCache* tc = a.local_cache()) {
+  ThreadCache* tc = a.local_cache();
+  if (tc != nullptr) {
     bump(tc->slots[b->cls].freed, 1);
   } else {
     a.class_counts(b->cls).freed.inc();
@@ -301,7 +302,7 @@ void CachingHostAllocator::free(void* ctx) {
   // The one read-modify-write of a cached pair: it orders this free against
   // a racing record_stream (Block::use).
   if (b->use.exchange(0, std::memory_order_acq_rel) != (Block::kHandedOut | Block::kOnStreams)) {
-    return a.return_free(b);
+    return a.return_free(b, tc);
   }
   // Thread-local scratch: a free with streams allocates nothing once warm.
   thread_local std::vector<StreamId> streams;
@@ -367,9 +368,9 @@ void CachingHostAllocator::Impl::retire(Block* b, metrics::Counter& reason) {
   if (first) reason.inc();
 }
 
-void CachingHostAllocator::Impl::return_free(Block* b) {
+void CachingHostAllocator::Impl::return_free(Block* b, ThreadCache* tc) {
   if (b->pool == PoolId{} && b->size <= ThreadCache::kMaxBlock) {
-    if (ThreadCache* tc = local_cache(); tc != nullptr && tc->lock.owner_try_lock()) {
+    if (tc != nullptr && tc->lock.owner_try_lock()) {
       auto& slot = tc->slots[b->cls];
       const bool kept = slot.count < config.thread_cache;
       if (kept) {
