@@ -117,6 +117,7 @@ TEST(DemoTracing, MetricsArePushedOverOtlpWhileMetricsKeepsServing) {
                     {"OTEL_METRICS_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.base_url(),
                      "OTEL_METRIC_EXPORT_INTERVAL=200", "OTEL_SERVICE_NAME=demo-under-test",
                      "OTEL_RESOURCE_ATTRIBUTES=service.instance.id=demo-1", "OTEL_TRACES_SAMPLER=always_off"});
+  demo.read_line();  // the live page's URL
   std::string banner = demo.read_line();
   EXPECT_NE(banner.find("metrics push: otlp -> " + collector.metrics_url() + " every 200 ms"), std::string::npos)
       << banner;

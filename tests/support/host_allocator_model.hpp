@@ -87,7 +87,7 @@ class Model {
   std::deque<ModelEvent> events[2];  // per pool, newest at front
   bool private_exists = false;
   bool private_released = false;
-  std::map<std::size_t, std::int64_t> active_peak;  // per size, blocks out of free lists
+  std::map<std::size_t, std::int64_t> active_peak;  // per size, blocks handed out (in no list, no cache)
 
   // Oldest first, stopping at the first event its stream has not passed.
   void process(int pool, const std::vector<std::uint64_t>& completed) {
@@ -148,7 +148,9 @@ class Model {
     return n;
   }
   void note_peaks() {
-    for (auto& [id, b] : blocks) active_peak[b.size] = std::max(active_peak[b.size], out_of_lists(b.size));
+    for (auto& [id, b] : blocks) {
+      active_peak[b.size] = std::max(active_peak[b.size], out_of_lists(b.size) - in_cache(b.size));
+    }
   }
 };
 

@@ -81,6 +81,39 @@ class HostAllocatorTyped : public ::testing::Test {
     return static_cast<std::size_t>(stats().num_host_alloc);
   }
 
+  /// Requests, hits, blocks and peaks of one class, under config `conf`.
+  void expect_stats_count(const char* conf) {
+    make(conf);
+    for (int i = 0; i < 5; ++i) this->free(this->allocate(3000));
+    auto held = this->allocate(3000);
+    auto s = this->stats();
+    ASSERT_EQ(s.classes.size(), 1u);
+    const auto& c = s.classes[0];
+    EXPECT_EQ(c.block_size, 4096u);
+    EXPECT_EQ(c.requests, 6);
+    EXPECT_EQ(c.cache_hits, 5);
+    EXPECT_EQ(c.allocations.current, 1);
+    EXPECT_EQ(c.active_requests.current, 1);
+    EXPECT_EQ(c.active_requests.peak, 1);
+    EXPECT_EQ(s.num_host_alloc, 1);
+    EXPECT_EQ(s.host_alloc_time.count, 1);
+    EXPECT_EQ(this->metric("glassbox_host_alloc_requests_total", {{"bucket", "12"}}), 6);
+    EXPECT_EQ(this->metric("glassbox_host_alloc_cache_hits_total", {{"bucket", "12"}}), 5);
+    EXPECT_EQ(this->metric("glassbox_host_requested_bytes_total"), 6 * 3000);
+    EXPECT_EQ(this->metric("glassbox_host_rounded_bytes_total"), 6 * 4096);
+    EXPECT_EQ(this->metric("glassbox_host_blocks", {{"state", "active"}}), 1);
+    EXPECT_EQ(this->metric("glassbox_host_memory_active_bytes"), 4096);
+
+    this->allocator->reset_accumulated_stats();
+    this->free(held);
+    s = this->stats();
+    EXPECT_EQ(s.classes[0].requests, 0);
+    EXPECT_EQ(s.classes[0].active_requests.freed, 1);
+    EXPECT_EQ(s.classes[0].active_requests.peak, 1);
+    this->allocator->reset_peak_stats();
+    EXPECT_EQ(this->stats().classes[0].active_requests.peak, 0);
+  }
+
   // Declared first, destroyed last: the allocator reports into the registry.
   metrics::Registry registry;
   std::vector<std::string> warnings;
@@ -492,36 +525,88 @@ TYPED_TEST_P(HostAllocatorTyped, AllocatorsSharingARegistryAddUpInItsSeries) {
   EXPECT_EQ(this->metric("glassbox_host_memory_cached_bytes"), 2 * 4096);
 }
 
-TYPED_TEST_P(HostAllocatorTyped, StatsCountRequestsHitsAndBlocks) {
-  this->make("thread_cache:0");
-  for (int i = 0; i < 5; ++i) this->free(this->allocate(3000));
-  auto held = this->allocate(3000);
-  auto s = this->stats();
-  ASSERT_EQ(s.classes.size(), 1u);
-  const auto& c = s.classes[0];
-  EXPECT_EQ(c.block_size, 4096u);
-  EXPECT_EQ(c.requests, 6);
-  EXPECT_EQ(c.cache_hits, 5);
-  EXPECT_EQ(c.allocations.current, 1);
-  EXPECT_EQ(c.active_requests.current, 1);
-  EXPECT_EQ(c.active_requests.peak, 1);
-  EXPECT_EQ(s.num_host_alloc, 1);
-  EXPECT_EQ(s.host_alloc_time.count, 1);
-  EXPECT_EQ(this->metric("glassbox_host_alloc_requests_total", {{"bucket", "12"}}), 6);
-  EXPECT_EQ(this->metric("glassbox_host_alloc_cache_hits_total", {{"bucket", "12"}}), 5);
-  EXPECT_EQ(this->metric("glassbox_host_requested_bytes_total"), 6 * 3000);
-  EXPECT_EQ(this->metric("glassbox_host_rounded_bytes_total"), 6 * 4096);
-  EXPECT_EQ(this->metric("glassbox_host_blocks", {{"state", "active"}}), 1);
-  EXPECT_EQ(this->metric("glassbox_host_memory_active_bytes"), 4096);
+TYPED_TEST_P(HostAllocatorTyped, StatsCountRequestsHitsAndBlocks) { this->expect_stats_count("thread_cache:0"); }
 
-  this->allocator->reset_accumulated_stats();
-  this->free(held);
-  s = this->stats();
-  EXPECT_EQ(s.classes[0].requests, 0);
-  EXPECT_EQ(s.classes[0].active_requests.freed, 1);
-  EXPECT_EQ(s.classes[0].active_requests.peak, 1);
+// The same with thread caches, the default: a block in a cache is free, and
+// the peaks say so exactly.
+TYPED_TEST_P(HostAllocatorTyped, StatsCountRequestsHitsAndBlocksWithThreadCaches) { this->expect_stats_count(""); }
+
+// Blocks sitting in one thread's cache are not handed out: the class's peak
+// counts only blocks held by users, while another thread makes a new block
+// and the first takes its cached ones back.
+TYPED_TEST_P(HostAllocatorTyped, ThePeakCountsOnlyHandedOutBlocksWithThreadCaches) {
+  this->make();
+  auto a = this->allocate(3000);
+  auto b = this->allocate(3000);
+  this->free(a);
+  this->free(b);  // both in this thread's cache: none handed out, peak 2
+  host_allocator::HostAllocation c;
+  std::thread([&] { c = this->allocate(3000); }).join();  // a third block, in the other thread
+  auto peak = [&] { return this->stats().classes.at(0).active_requests.peak; };
+  EXPECT_EQ(this->stats().classes.at(0).active_requests.current, 1);
+  EXPECT_EQ(peak(), 2);
+  EXPECT_EQ(this->stats().classes.at(0).active_bytes.peak, 2 * 4096);
+  auto d = this->allocate(3000);  // from the cache: 2 handed out
+  EXPECT_EQ(peak(), 2);
+  auto e = this->allocate(3000);  // 3: a new peak
+  EXPECT_EQ(peak(), 3);
+  for (auto h : {c, d, e}) this->free(h);
   this->allocator->reset_peak_stats();
-  EXPECT_EQ(this->stats().classes[0].active_requests.peak, 0);
+  EXPECT_EQ(peak(), 0);
+  auto f = this->allocate(3000);
+  EXPECT_EQ(peak(), 1);
+  this->free(f);
+}
+
+// A record_stream racing the free of its block, from another thread: the
+// record either lands first, and the block waits for the stream's event, or
+// loses and throws UsageError, counted. Never does it return true while the
+// block comes straight back (a lost record).
+TYPED_TEST_P(HostAllocatorTyped, ARecordStreamRacingAFreeIsNeverLost) {
+  this->make();
+  typename TestFixture::Stream s;
+  constexpr int kRounds = 3000;
+  int recorded = 0, refused = 0, lost = 0;
+  {
+    typename TestFixture::Gate g(s.native());
+    std::atomic<int> round{-1};
+    std::atomic<int> done{-1};
+    std::atomic<void*> ptr{nullptr}, ctx{nullptr};
+    std::atomic<bool> result{false};
+    std::thread recorder([&] {
+      for (int i = 0; i < kRounds; ++i) {
+        while (round.load() != i) {}
+        bool ok = false;
+        try {
+          ok = this->allocator->record_stream(ptr.load(), ctx.load(), s.id());
+        } catch (const UsageError&) {}
+        result = ok;
+        done = i;
+      }
+    });
+    for (int i = 0; i < kRounds; ++i) {
+      auto a = this->allocate(4096);
+      ptr = a.ptr;
+      ctx = a.ctx;
+      round = i;  // go: the free below races the record
+      this->free(a);
+      while (done.load() != i) {}
+      auto next = this->allocate(4096);
+      if (!result) {
+        ++refused;
+      } else if (next.ptr == a.ptr) {
+        ++lost;
+      } else {
+        ++recorded;
+      }
+      this->free(next);
+    }
+    recorder.join();
+    g.open();
+    s.synchronize();
+  }
+  EXPECT_EQ(lost, 0) << recorded << " records landed, " << refused << " were refused";
+  EXPECT_EQ(this->metric("glassbox_host_usage_errors_total", {{"error", "record_stream_after_free"}}), refused);
 }
 
 REGISTER_TYPED_TEST_SUITE_P(HostAllocatorTyped, ZeroBytesGivesNull, ABlockUsedOnNoStreamIsReusedAtOnce,
@@ -533,6 +618,8 @@ REGISTER_TYPED_TEST_SUITE_P(HostAllocatorTyped, ZeroBytesGivesNull, ABlockUsedOn
                             ABlockUsedDuringCaptureIsNeverRecycled, AllocatingToAPrivatePoolOutsideCaptureWarnsOnce,
                             ABackgroundThreadProcessesEvents, MaxCachedBytesTrimsTheLeastRecentlyFreed,
                             APollHandsTheLastFreedBlockOfTheSizeToItsAllocate,
-                            AllocatorsSharingARegistryAddUpInItsSeries, StatsCountRequestsHitsAndBlocks);
+                            AllocatorsSharingARegistryAddUpInItsSeries, StatsCountRequestsHitsAndBlocks,
+                            StatsCountRequestsHitsAndBlocksWithThreadCaches,
+                            ThePeakCountsOnlyHandedOutBlocksWithThreadCaches, ARecordStreamRacingAFreeIsNeverLost);
 
 }  // namespace glassbox::testing

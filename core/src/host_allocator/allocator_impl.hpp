@@ -39,11 +39,15 @@ struct alignas(64) Block {
   // Guards `streams`, `event_count`, `captured` and `retired` once the block
   // is handed out (record_stream may come from another thread than free).
   detail::SpinLock lock;
-  // Atomic so that free() of a block used on no stream needs no lock: set by
-  // record_stream under `lock`, so a free that reads it false has no streams
-  // to copy (record_stream must happen before free, as with PyTorch).
-  std::atomic<bool> has_streams{false};
-  std::atomic<bool> allocated{false};  // read by record_stream under `lock`
+  // kHandedOut, plus kOnStreams once record_stream added a stream. One word,
+  // so that free() and a racing record_stream agree on who came first: free
+  // swaps it to 0 (one exchange, no lock), record_stream sets kOnStreams by
+  // compare-exchange only while kHandedOut is set. Either the record lands
+  // first and free sees kOnStreams (and takes the streams under `lock`), or
+  // the free lands first and the record throws UsageError: never lost.
+  static constexpr std::uint8_t kHandedOut = 1;
+  static constexpr std::uint8_t kOnStreams = 2;
+  std::atomic<std::uint8_t> use{0};
   // Used during graph capture: allocated while its stream captured, or
   // recorded on a capturing stream. A replay may read it at any later time.
   bool captured = false;
@@ -141,7 +145,16 @@ struct ClassRecord {
   std::uint64_t requests_base = 0;  // counter values at the last reset
   std::uint64_t hits_base = 0;
   std::atomic<std::int64_t> pending_blocks{0};  // freed, waiting on events (or retired: for good)
-  std::atomic<ClassCounts*> counts{nullptr};    // set once, under Impl::counts_mu
+  // The exact peak of handed-out blocks (active_requests less the blocks in
+  // thread caches), kept without a shared write on the thread-cache path:
+  //   peak_out - handed_out == slack + the credits of every thread cache's slot.
+  // A block freed into a thread cache earns that slot a credit; a hit spends
+  // one. A hand-out with no credit to spend takes `slack`, and when there is
+  // none, first reclaims every cache's credits (reclaim_credits: the caches
+  // held, one heavy fence); only with none anywhere is it a new peak.
+  std::int64_t peak_out = 0;
+  std::atomic<std::int64_t> slack{0};         // written under mu; read relaxed outside as a hint
+  std::atomic<ClassCounts*> counts{nullptr};  // set once, under Impl::counts_mu
   std::unique_ptr<ClassCounts> owned_counts;
 };
 
@@ -156,6 +169,7 @@ struct ThreadCache {
   static constexpr std::size_t kMaxBlock = std::size_t{1} << 20;
   struct Slot {
     int count = 0;
+    int credit = 0;  // see ClassRecord::peak_out
     Block* blocks[kCapacity];
     std::atomic<std::uint64_t> hits{0};   // this thread's allocate() hits (any pool, any size)
     std::atomic<std::uint64_t> freed{0};  // this thread's free() calls
@@ -183,6 +197,8 @@ struct Metrics {
   metrics::Counter unrecyclable_query_failed;
   metrics::Family<metrics::Counter>& event_errors;  // by the backend's error name
   metrics::Counter oom;
+  metrics::Counter record_after_free;  // record_stream on a freed block: UsageError
+  metrics::Counter record_unknown;     // record_stream on memory not ours: UsageError
   explicit Metrics(metrics::Registry& r);
   ClassMetrics* resolve(unsigned bucket);
   std::mutex mu;
@@ -195,6 +211,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
 
   // allocate / free
   Block* take_local(BlockPool& pool, std::uint32_t cls);
+  bool cached_locally(BlockPool& pool, std::uint32_t cls);  // whether take_local would find one
   Block* take_central(BlockPool& pool, std::uint32_t cls);
   Block* create_block(std::size_t size, std::uint32_t cls, BlockPool& pool);
   void* backend_allocate_or_retry(std::size_t size, std::size_t rounded, trace::Span& span);
@@ -208,11 +225,23 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   template <class Fn>
   void for_each_block(Fn fn);
   void on_allocated(Block* b, std::size_t size, bool hit, bool captured);
-  void return_free(Block* b);
+  void return_free(Block* b, ThreadCache* tc);                 // tc: the caller's local_cache()
   void note_cached(std::size_t bytes);                         // a block of `bytes` went into a thread cache
   void count_free(const BlockPool& pool, std::int64_t bytes);  // on pool's shared lists: +bytes
   // `stamped`: b->freed_tick is set already (see process_events).
-  void push_central(BlockPool& pool, Block* b, bool stamped = false);
+  // `from_thread_cache`: the block was free already (drain_cache), not
+  // handed out, so the handed-out count does not change.
+  void push_central(BlockPool& pool, Block* b, bool stamped = false, bool from_thread_cache = false);
+  // Exact peaks (ClassRecord::peak_out). The caller holds r.mu.
+  static void count_handed_out(ClassRecord& r);
+  // Moves every thread cache's credits of `cls` into its record's slack,
+  // when it has none: before a hand-out that must otherwise raise the peak.
+  void reclaim_credits_if_needed(std::uint32_t cls);
+  // A thread-cache hit with no credit to spend (after reclaim_credits).
+  Block* take_local_uncredited(ThreadCache& tc, std::uint32_t cls);
+  // Moves the credits of `cls` from every cache into slack; caller holds the
+  // caches and r.mu.
+  void reclaim_credits(std::uint32_t cls, ClassRecord& r);
   void queue_events(Block* b, const std::vector<StreamId>& streams, bool captured);
   // Keeps a freed block out of reuse for good (its event count never drains)
   // and counts it once, under `reason`.
@@ -347,7 +376,7 @@ template <class Fn>
 void CachingHostAllocator::Impl::with_caches_held(Fn fn) {
   std::lock_guard lock(caches_mu);
   for (auto& tc : caches) tc->lock.request();
-  if (detail::asymmetric_fences()) detail::heavy_fence();
+  if (!caches.empty() && detail::asymmetric_fences()) detail::heavy_fence();
   for (auto& tc : caches) tc->lock.wait_for_owner();
   fn();
   for (auto& tc : caches) tc->lock.remote_unlock();

@@ -81,15 +81,17 @@ HostAllocation CachingHostAllocator::allocate(std::size_t size) {
     std::tie(pool, capturing) = a.pool_for_current_stream();
   }
   // As the seed: poll events, then take a cached block. The poll never fills
-  // a thread cache, so looking there first picks the same block, and tells
-  // the poll whether to hand over one it frees. With a background thread the
-  // default pool's events are polled there; private pools never have a
-  // thread (capture records no events anyway).
-  Block* b = a.take_local(*pool, cls);
+  // a thread cache, so whether the thread's cache holds a block of the class
+  // tells the poll whether to hand over one it frees. Polling first keeps
+  // the handed-out peak exact: the blocks the poll frees are free before
+  // this one is handed out. With a background thread the default pool's
+  // events are polled there; private pools never have a thread (capture
+  // records no events anyway).
+  Block* b = nullptr;
   if ((!a.config.background_thread || pool != &a.default_pool) && pool->pending.load(std::memory_order_relaxed) > 0) {
-    Block* freed = a.process_events(*pool, -1, b == nullptr ? cls : Impl::kNoClass);
-    if (b == nullptr) b = freed;
+    b = a.process_events(*pool, -1, a.cached_locally(*pool, cls) ? Impl::kNoClass : cls);
   }
+  if (b == nullptr) b = a.take_local(*pool, cls);
   if (b == nullptr) b = a.take_central(*pool, cls);
   bool hit = b != nullptr;
   if (!hit) {
@@ -104,7 +106,7 @@ HostAllocation CachingHostAllocator::allocate(std::size_t size) {
 void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool hit, bool captured) {
   // No lock: the block is on no list, so only this caller can see it until
   // allocate() returns; record_stream and free come after, in its order.
-  b->allocated.store(true, std::memory_order_relaxed);
+  b->use.store(Block::kHandedOut, std::memory_order_relaxed);
   b->captured = captured;
   b->requested.store(size, std::memory_order_relaxed);
   ThreadCache* tc = local_cache();
@@ -127,13 +129,89 @@ Block* CachingHostAllocator::Impl::take_local(BlockPool& pool, std::uint32_t cls
   ThreadCache* tc = local_cache();
   if (tc == nullptr || !tc->lock.owner_try_lock()) return nullptr;
   auto& slot = tc->slots[cls];
-  Block* b = slot.count > 0 ? slot.blocks[--slot.count] : nullptr;
+  Block* b = nullptr;
+  bool uncredited = false;
+  if (slot.count > 0) {
+    uncredited = slot.credit == 0;
+    if (!uncredited) {
+      --slot.credit;
+      b = slot.blocks[--slot.count];
+    }
+  }
   tc->lock.owner_unlock();
+  if (uncredited) b = take_local_uncredited(*tc, cls);
   if (b != nullptr && capped()) thread_cached_bytes.fetch_sub(static_cast<std::int64_t>(b->size));
   return b;
 }
 
+bool CachingHostAllocator::Impl::cached_locally(BlockPool& pool, std::uint32_t cls) {
+  if (&pool != &default_pool || classes.size(cls) > ThreadCache::kMaxBlock) return false;
+  ThreadCache* tc = local_cache();
+  if (tc == nullptr || !tc->lock.owner_try_lock()) return false;
+  const bool any = tc->slots[cls].count > 0;
+  tc->lock.owner_unlock();
+  return any;
+}
+
+Block* CachingHostAllocator::Impl::take_local_uncredited(ThreadCache& tc, std::uint32_t cls) {
+  auto pop = [&] {
+    auto& slot = tc.slots[cls];
+    return slot.count > 0 ? slot.blocks[--slot.count] : nullptr;
+  };
+  ClassRecord& r = records[cls];
+  {
+    // r.mu comes after a cache's lock in the lock order, but the owner's
+    // side never waits: a failed try goes on to the shared lists.
+    std::lock_guard lock(r.mu);
+    if (r.slack.load(std::memory_order_relaxed) > 0) {
+      if (!tc.lock.owner_try_lock()) return nullptr;
+      Block* b = pop();
+      tc.lock.owner_unlock();
+      if (b != nullptr) count_handed_out(r);
+      return b;
+    }
+  }
+  Block* b = nullptr;
+  with_caches_held([&] {
+    b = pop();
+    if (b == nullptr) return;
+    std::lock_guard lock(r.mu);
+    reclaim_credits(cls, r);
+    count_handed_out(r);
+  });
+  return b;
+}
+
+void CachingHostAllocator::Impl::count_handed_out(ClassRecord& r) {
+  const std::int64_t slack = r.slack.load(std::memory_order_relaxed);
+  if (slack > 0) {
+    r.slack.store(slack - 1, std::memory_order_relaxed);
+  } else {
+    ++r.peak_out;
+  }
+}
+
+void CachingHostAllocator::Impl::reclaim_credits(std::uint32_t cls, ClassRecord& r) {
+  std::int64_t credits = 0;
+  for (auto& tc : caches) credits += std::exchange(tc->slots[cls].credit, 0);
+  r.slack.fetch_add(credits, std::memory_order_relaxed);
+}
+
+// Only classes a thread cache may hold can have credits. A credit earned
+// after the reclaim comes from a free that overlaps the caller's allocate,
+// so counting the hand-out before it is still a true order of events.
+void CachingHostAllocator::Impl::reclaim_credits_if_needed(std::uint32_t cls) {
+  if (config.thread_cache == 0 || classes.size(cls) > ThreadCache::kMaxBlock) return;
+  ClassRecord& r = records[cls];
+  if (r.slack.load(std::memory_order_relaxed) > 0) return;
+  with_caches_held([&] {
+    std::lock_guard lock(r.mu);
+    reclaim_credits(cls, r);
+  });
+}
+
 Block* CachingHostAllocator::Impl::take_central(BlockPool& pool, std::uint32_t cls) {
+  reclaim_credits_if_needed(cls);
   FreeList& fl = pool.classes[cls];
   std::lock_guard lock(fl.mu);
   if (fl.blocks.empty()) return nullptr;
@@ -144,6 +222,7 @@ Block* CachingHostAllocator::Impl::take_central(BlockPool& pool, std::uint32_t c
   std::lock_guard stats(r.mu);
   r.active_requests.increase(1);
   r.active_bytes.increase(static_cast<std::int64_t>(b->size));
+  count_handed_out(r);
   return b;
 }
 
@@ -183,6 +262,7 @@ Block* CachingHostAllocator::Impl::create_block(std::size_t size, std::uint32_t 
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
   m.backend_alloc_seconds.observe(took.count());
 
+  reclaim_credits_if_needed(cls);
   auto* b = new Block;
   b->ptr = ptr;
   b->size = rounded;
@@ -205,6 +285,7 @@ Block* CachingHostAllocator::Impl::create_block(std::size_t size, std::uint32_t 
   r.allocated_bytes.increase(static_cast<std::int64_t>(rounded));
   r.active_requests.increase(1);
   r.active_bytes.increase(static_cast<std::int64_t>(rounded));
+  count_handed_out(r);
   return b;
 }
 
@@ -212,22 +293,22 @@ void CachingHostAllocator::free(void* ctx) {
   if (ctx == nullptr) return;
   Impl& a = *impl_;
   auto* b = static_cast<Block*>(ctx);
-  if (ThreadCache* tc = a.local_cache()) {
+  ThreadCache* tc = a.local_cache();
+  if (tc != nullptr) {
     bump(tc->slots[b->cls].freed, 1);
   } else {
     a.class_counts(b->cls).freed.inc();
   }
-  if (!b->has_streams.load(std::memory_order_acquire)) {
-    b->allocated.store(false, std::memory_order_relaxed);
-    return a.return_free(b);
+  // The one read-modify-write of a cached pair: it orders this free against
+  // a racing record_stream (Block::use).
+  if (b->use.exchange(0, std::memory_order_acq_rel) != (Block::kHandedOut | Block::kOnStreams)) {
+    return a.return_free(b, tc);
   }
   // Thread-local scratch: a free with streams allocates nothing once warm.
   thread_local std::vector<StreamId> streams;
   bool captured;
   {
     std::lock_guard lock(b->lock);
-    b->allocated.store(false, std::memory_order_relaxed);
-    b->has_streams.store(false, std::memory_order_relaxed);
     streams.assign(b->streams.begin(), b->streams.end());
     b->streams.clear();
     b->event_count += static_cast<int>(streams.size());
@@ -287,15 +368,16 @@ void CachingHostAllocator::Impl::retire(Block* b, metrics::Counter& reason) {
   if (first) reason.inc();
 }
 
-void CachingHostAllocator::Impl::return_free(Block* b) {
+void CachingHostAllocator::Impl::return_free(Block* b, ThreadCache* tc) {
   if (b->pool == PoolId{} && b->size <= ThreadCache::kMaxBlock) {
-    if (ThreadCache* tc = local_cache(); tc != nullptr && tc->lock.owner_try_lock()) {
+    if (tc != nullptr && tc->lock.owner_try_lock()) {
       auto& slot = tc->slots[b->cls];
       const bool kept = slot.count < config.thread_cache;
       if (kept) {
         // A load, not an increment: blocks freed at once may share a tick.
         b->freed_tick = 2 * tick.load(std::memory_order_relaxed) + 1;
         slot.blocks[slot.count++] = b;
+        ++slot.credit;
         // Counted before unlocking: once unlocked, empty_cache() or a trim
         // may drain the slot and free the block.
         note_cached(b->size);
@@ -307,7 +389,7 @@ void CachingHostAllocator::Impl::return_free(Block* b) {
   push_central(pool_of(b), b);
 }
 
-void CachingHostAllocator::Impl::push_central(BlockPool& pool, Block* b, bool stamped) {
+void CachingHostAllocator::Impl::push_central(BlockPool& pool, Block* b, bool stamped, bool from_thread_cache) {
   // Read now: once on the list and unlocked, empty_cache() may free the block.
   const auto size = static_cast<std::int64_t>(b->size);
   {
@@ -319,6 +401,7 @@ void CachingHostAllocator::Impl::push_central(BlockPool& pool, Block* b, bool st
     std::lock_guard stats(r.mu);
     r.active_requests.decrease(1);
     r.active_bytes.decrease(size);
+    if (!from_thread_cache) r.slack.fetch_add(1, std::memory_order_relaxed);
   }
   count_free(pool, size);
   if (config.background_thread && over_cap()) background_cv.notify_one();
@@ -380,16 +463,27 @@ bool CachingHostAllocator::record_stream(void* ptr, void* ctx, StreamId stream) 
     return UsageError(m.str());
   };
   Block* b = a.find_block(ptr, ctx);
-  if (b == nullptr) throw refuse("is no allocation of this allocator (never was, or freed and returned to the system)");
+  if (b == nullptr) {
+    a.m.record_unknown.inc();
+    throw refuse("is no allocation of this allocator (never was, or freed and returned to the system)");
+  }
   // A captured use reads the block at every replay of the graph. Captures
   // that allocate to no private pool are not looked for here (as PyTorch),
   // which keeps the record path free of a driver call; free() looks.
   const bool capturing = !a.captures_empty.load(std::memory_order_relaxed) && a.backend->is_capturing(stream);
   std::lock_guard lock(b->lock);
-  if (!b->allocated.load(std::memory_order_relaxed)) throw refuse("was freed");
+  // Against free()'s exchange: set kOnStreams only while the block is handed
+  // out. The streams are added after, still under the lock, which a free
+  // that saw kOnStreams takes before it reads them.
+  std::uint8_t use = b->use.load(std::memory_order_relaxed);
+  do {
+    if ((use & Block::kHandedOut) == 0) {
+      a.m.record_after_free.inc();
+      throw refuse("was freed (before this call, or by a free() racing it)");
+    }
+  } while (!b->use.compare_exchange_weak(use, use | Block::kOnStreams, std::memory_order_acq_rel));
   b->captured = b->captured || capturing;
   if (std::find(b->streams.begin(), b->streams.end(), stream) == b->streams.end()) b->streams.push_back(stream);
-  b->has_streams.store(true, std::memory_order_release);
   return true;
 }
 

@@ -52,6 +52,8 @@ void CachingHostAllocator::Impl::add_class_stats(std::uint32_t cls, HostStats& o
   ClassStats cs{classes.size(cls), r.allocations, r.allocated_bytes, r.active_requests, r.active_bytes, 0, 0};
   take_out_cached(cs.active_requests, in_threads);
   take_out_cached(cs.active_bytes, in_threads * size);
+  cs.active_requests.peak = r.peak_out;
+  cs.active_bytes.peak = r.peak_out * size;
   if (ClassCounts* cc = r.counts.load(std::memory_order_acquire)) {
     const ClassTotals t = sum_totals(cls, *cc);
     cs.requests = static_cast<std::int64_t>(t.requests() - r.requests_base);
@@ -111,12 +113,20 @@ void CachingHostAllocator::reset_accumulated_stats() {
   a.host_free_time = {};
 }
 
+// The handed-out peaks restart from the exact count, so the caches are held
+// and their credits (peak_out's slack) go with the old peak.
 void CachingHostAllocator::reset_peak_stats() {
   Impl& a = *impl_;
-  for (auto& r : a.records) {
-    std::lock_guard lock(r.mu);
-    for (Stat* s : {&r.allocations, &r.allocated_bytes, &r.active_requests, &r.active_bytes}) s->peak = s->current;
-  }
+  a.with_caches_held([&] {
+    for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
+      ClassRecord& r = a.records[c];
+      std::lock_guard lock(r.mu);
+      for (Stat* s : {&r.allocations, &r.allocated_bytes}) s->peak = s->current;
+      for (auto& tc : a.caches) tc->slots[c].credit = 0;
+      r.slack.store(0, std::memory_order_relaxed);
+      r.peak_out = r.active_requests.current - a.cached_in_threads(c);
+    }
+  });
   std::lock_guard lock(a.slow_mu);
   a.allocations.peak = a.allocations.current;
   a.allocated_bytes.peak = a.allocated_bytes.current;

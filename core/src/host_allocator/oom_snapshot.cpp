@@ -60,7 +60,7 @@ struct BucketTotals {
 
 const char* state_of(const Block& b) {
   if (b.retired) return "retired";
-  if (b.allocated.load(std::memory_order_relaxed)) return "active";
+  if ((b.use.load(std::memory_order_relaxed) & Block::kHandedOut) != 0) return "active";
   return b.event_count > 0 ? "pending_event" : "free";
 }
 

@@ -9,13 +9,19 @@ namespace glassbox::host_allocator {
 
 namespace {
 
+constexpr const char* kUnrecyclableHelp =
+    "Blocks kept out of reuse for good: used during graph capture, or an event of theirs could not be recorded or "
+    "failed its poll";
+constexpr const char* kUsageErrorsHelp =
+    "Calls that misused the host allocator and threw UsageError, by error: record_stream on a block already freed "
+    "(or freed by a racing thread), or on memory that is no allocation of it";
+
 metrics::Counter unrecyclable(metrics::Registry& r, std::string_view reason) {
-  return r
-      .counter("glassbox_host_blocks_unrecyclable_total",
-               "Blocks kept out of reuse for good: used during graph capture, or an event of theirs could not be "
-               "recorded or failed its poll",
-               {"reason"})
-      .with({reason});
+  return r.counter("glassbox_host_blocks_unrecyclable_total", kUnrecyclableHelp, {"reason"}).with({reason});
+}
+
+metrics::Counter usage_error(metrics::Registry& r, std::string_view error) {
+  return r.counter("glassbox_host_usage_errors_total", kUsageErrorsHelp, {"error"}).with({error});
 }
 
 }  // namespace
@@ -44,7 +50,9 @@ Metrics::Metrics(metrics::Registry& r)
                              {"error"})),
       oom(r.counter("glassbox_host_oom_total",
                     "allocate() calls that threw OutOfMemoryError (after emptying the cache and retrying)")
-              .with()) {}
+              .with()),
+      record_after_free(usage_error(r, "record_stream_after_free")),
+      record_unknown(usage_error(r, "record_stream_unknown_memory")) {}
 
 ClassMetrics* Metrics::resolve(unsigned bucket) {
   std::lock_guard lock(mu);

@@ -33,10 +33,12 @@
 // is kept out of reuse for good, and polling goes on with the other events.
 //
 // Thread-safety: every member may be called from any thread. record_stream()
-// on a block must happen before its free(): one after it throws UsageError
-// (unless the block was handed out again meanwhile), but one racing it may
-// go unseen, as telling the two apart would cost the cached allocate/free
-// pair an atomic read-modify-write.
+// on a block must happen before its free(). One that comes after it, or
+// races it and loses, throws UsageError and counts in
+// glassbox_host_usage_errors_total{error="record_stream_after_free"}: it is
+// never lost silently (free() settles the race with one atomic exchange).
+// Only a record that arrives after the block was handed out again cannot be
+// told from one by the new owner, and counts as the new owner's.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -118,7 +120,9 @@ class CachingHostAllocator {
   /// Marks the block as used on `stream`: `ctx` when it is one of this
   /// allocator's blocks, else the one at `ptr` (as PyTorch, for callers that
   /// wrap the context in their own). Returns true; throws UsageError, naming
-  /// `ptr`, when neither is a live allocation (freed, or never from here).
+  /// `ptr`, when neither is a live allocation (freed, by an earlier or a
+  /// racing free(), or never from here), counted in
+  /// glassbox_host_usage_errors_total{error}.
   bool record_stream(void* ptr, void* ctx, StreamId stream);
 
   /// Polls the default pool's pending events, oldest first, stopping at the

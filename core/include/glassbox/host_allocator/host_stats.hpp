@@ -29,8 +29,10 @@ struct ClassStats {
   std::size_t block_size = 0;
   Stat allocations;  ///< host blocks of this size held
   Stat allocated_bytes;
-  /// Blocks given out and not yet reusable (in use, or waiting on events).
-  /// Blocks in thread caches count as active in `peak` (see HostStats).
+  /// Blocks handed out and not yet reusable (in use, or waiting on events);
+  /// blocks in thread caches are free. `peak` is the exact highest count of
+  /// such blocks, thread caches on or off (a hand-out and a free that overlap
+  /// may count in either order).
   Stat active_requests;
   Stat active_bytes;
   std::int64_t requests = 0;    ///< allocate() calls of this class since the last reset
@@ -49,9 +51,7 @@ struct HostStats {
   std::int64_t pending_events = 0;
   std::int64_t cached_blocks = 0;  ///< free blocks: shared free lists (every pool) and thread caches
   std::int64_t cached_bytes = 0;
-  /// Only classes that ever held a block. Peaks of active stats are exact
-  /// with thread_cache:0; with thread caches they may exceed the true peak by
-  /// the blocks the caches held at the time.
+  /// Only classes that ever held a block.
   std::vector<ClassStats> classes;
 };
 
