@@ -220,7 +220,10 @@ def check_value_against_scrape(tab, origin, metric, group_label):
     brackets a scrape taken between two of its polls."""
     before = shown_values(tab)
     text = scrape(origin)
-    tab.wait_for(f"window.glassboxLivePage.polls > {before['polls']}", 30, "the next poll")
+    # A poll in flight while we scraped may have been answered before the
+    # scrape; the one after it was sent after the scrape had its answer.
+    polls = tab.evaluate("window.glassboxLivePage.polls")
+    tab.wait_for(f"window.glassboxLivePage.polls > {polls + 1}", 30, "a poll sent after the scrape")
     after = shown_values(tab)
     shown = [v for v in before["values"] if v["metric"] == metric]
     check(len(shown) > 0, f"the page shows {metric}")
