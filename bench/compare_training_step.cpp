@@ -1,8 +1,9 @@
 // glassbox's side of the training-step comparison: the demo's own step
 // (examples/glassbox-demo, train_step on the CUDA runtime) at 1, 4 and 8
-// workers, timed as bench/torch/training_step.py times PyTorch's (the same
-// model, batch, sharding, pinned staging, reentrant checkpoint and SGD; see
-// that file). One JSON line per worker count, for scripts/compare-table:
+// workers on fresh threads, and 1 worker on the calling thread, timed as
+// bench/torch/training_step.py times PyTorch's (the same model, batch,
+// sharding, pinned staging, reentrant checkpoint and SGD; see that file).
+// One JSON line per row, for scripts/compare-table:
 //   {"side":"glassbox","metric":"training_step","threads":N,"calls_per_second":steps/s,...}
 //
 //   glassbox-compare-training-step        on the GPU (nothing to do without one)
@@ -39,12 +40,22 @@ int main(int argc, char** argv) {
   demo::SyntheticImages data(2);
   std::vector<demo::Batch> batches;
   for (int i = 0; i < kBatches; ++i) batches.push_back(data.next(kBatch));
-  for (int workers : {1, 4, 8}) {
+  // Fresh worker threads at 1, 4 and 8 workers, then one worker on the
+  // calling thread (training_step_caller_thread), as DataParallel runs a
+  // single replica.
+  struct Row {
+    const char* metric;
+    demo::TrainOptions options;
+  };
+  for (const Row& row :
+       {Row{"training_step", {1, kLearningRate}}, Row{"training_step", {4, kLearningRate}},
+        Row{"training_step", {8, kLearningRate}}, Row{"training_step_caller_thread", {1, kLearningRate, true}}}) {
     int n = 0;
-    auto step = [&] { return demo::train_step(model, *runtime, batches[n++ % kBatches], {workers, kLearningRate}); };
+    auto step = [&] { return demo::train_step(model, *runtime, batches[n++ % kBatches], row.options); };
     const float first = step();
     const double rate = glassbox::compare::median_steps_per_second(step);
-    std::fprintf(stderr, "glassbox-compare-training-step: %d workers, loss %.4f -> %.4f\n", workers, first, step());
-    glassbox::compare::report("glassbox", "training_step", workers, rate);
+    std::fprintf(stderr, "glassbox-compare-training-step: %s, %d workers, loss %.4f -> %.4f\n", row.metric,
+                 row.options.threads, first, step());
+    glassbox::compare::report("glassbox", row.metric, row.options.threads, rate);
   }
 }

@@ -19,9 +19,11 @@ into pinned host memory and sent to the GPU without blocking (pin_memory()
 then .to(non_blocking=True), as a DataLoader with pin_memory=True and
 DataParallel's scatter do); N fresh threads, one per shard as DataParallel's
 parallel_apply starts, run the forward and the shard's loss scaled by its
-share of the batch; the main thread sums the losses, runs one backward (each
-checkpointed block recomputes itself in a reentrant backward), updates the
-parameters, and reads the loss (loss.item(), which waits for the GPU).
+share of the batch (the row training_step_caller_thread runs its one worker on
+the calling thread instead, as DataParallel runs a single replica); the main
+thread sums the losses, runs one backward (each checkpointed block recomputes
+itself in a reentrant backward), updates the parameters, and reads the loss
+(loss.item(), which waits for the GPU).
 
 Choices that keep the work the same as glassbox's:
 - use_reentrant=True, with each block's weight and bias passed to checkpoint
@@ -110,7 +112,7 @@ def stage(rows, device):
     return rows.pin_memory().to(device, non_blocking=True)
 
 
-def train_step(params, batch, workers, device):
+def train_step(params, batch, workers, device, on_caller=False):
     images, labels = batch
     n = images.shape[0]
     shards = []
@@ -130,11 +132,14 @@ def train_step(params, batch, workers, device):
         except BaseException as e:  # re-raised on the main thread below
             errors.append(e)
 
-    threads = [threading.Thread(target=work, args=(i,), name=f"worker-{i}") for i in range(len(shards))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    if on_caller and len(shards) == 1:
+        work(0)  # as DataParallel runs a single replica: on the caller, no thread
+    else:
+        threads = [threading.Thread(target=work, args=(i,), name=f"worker-{i}") for i in range(len(shards))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     if errors:
         raise errors[0]
     total = losses[0]
@@ -187,18 +192,22 @@ def main():
         torch.cuda.set_device(device)
     params = make_parameters(device)
     batches = make_batches(args.batch)
-    for workers in args.workers:
+    rows = [("training_step", workers, False) for workers in args.workers]
+    if 1 in args.workers:
+        rows.append(("training_step_caller_thread", 1, True))
+    for metric, workers, on_caller in rows:
         count = [0]
-        first_loss = train_step(params, batches[0], workers, device)
+        first_loss = train_step(params, batches[0], workers, device, on_caller)
 
         def step():
             count[0] += 1
-            return train_step(params, batches[count[0] % BATCHES], workers, device)
+            return train_step(params, batches[count[0] % BATCHES], workers, device, on_caller)
 
         rate = median_steps_per_second(step, args.rep_seconds, args.reps)
         last_loss = step()
-        print(f"training_step.py: {workers} workers, loss {first_loss:.4f} -> {last_loss:.4f}", file=sys.stderr)
-        print(json.dumps({"side": "pytorch", "metric": "training_step", "threads": workers,
+        print(f"training_step.py: {metric}, {workers} workers, loss {first_loss:.4f} -> {last_loss:.4f}",
+              file=sys.stderr)
+        print(json.dumps({"side": "pytorch", "metric": metric, "threads": workers,
                           "calls_per_second": rate, "ns_per_call": 1e9 * workers / rate}), flush=True)
     return 0
 

@@ -43,13 +43,18 @@ float train_step(SmallCnn& model, Runtime& runtime, const Batch& batch, const Tr
     images[i] = runtime.stager().stage(shards[i]);
   }
   std::vector<Tensor> losses(workers);
-  run_worker_round(runtime.handle_sources(), options.threads, runtime.device_count(), [&](int worker) {
+  auto forward = [&](int worker) {
     const auto i = static_cast<std::size_t>(worker);
     if (!images[i].defined()) return;
     const float share = static_cast<float>(shards[i].labels.size()) / static_cast<float>(n);
     // The labels stay in host memory: cross_entropy reads them there.
     losses[i] = autograd::cross_entropy(model.forward(images[i]), shards[i].labels) * share;
-  });
+  };
+  if (options.one_worker_on_caller && workers == 1) {
+    run_on_caller(runtime.handle_sources(), forward);
+  } else {
+    run_worker_round(runtime.handle_sources(), options.threads, runtime.device_count(), forward);
+  }
   Tensor total;
   for (const Tensor& l : losses) {
     if (l.defined()) total = total.defined() ? total + l : l;

@@ -22,7 +22,13 @@ struct HandleSource {
 void run_worker_round(const std::vector<HandleSource>& sources, int threads, int devices,
                       const std::function<void(int worker)>& work);
 
-/// The calling thread's worker index inside run_worker_round(); -1 elsewhere.
+/// One worker's round on the calling thread, as DataParallel runs a single
+/// replica: no thread is started; the caller reserves every source's handle
+/// on device 0 and runs work(0). Same spans and errors as run_worker_round().
+void run_on_caller(const std::vector<HandleSource>& sources, const std::function<void(int worker)>& work);
+
+/// The calling thread's worker index inside run_worker_round() or
+/// run_on_caller(); -1 elsewhere.
 int current_worker() noexcept;
 
 }  // namespace glassbox::demo
