@@ -18,8 +18,7 @@ TracingSetup TracingSetup::from_env() {
   }
   if (auto file = TraceFileOptions::from_env(); !file.path.empty()) {
     description += (description.empty() ? "file " : ", file ") + file.path + " (open it at https://ui.perfetto.dev)";
-    processors.push_back(
-        std::make_shared<TraceFileProcessor>(std::move(file), BatchOptions::from_env()));
+    processors.push_back(std::make_shared<TraceFileProcessor>(std::move(file), BatchOptions::from_env()));
   }
   if (processors.empty()) return TracingSetup(nullptr, "traces: off");
   auto processor =
