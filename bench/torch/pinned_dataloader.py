@@ -18,7 +18,8 @@ Rows, one JSON line each on stdout in the format scripts/compare-table reads
 - torch_pin_memory: a 64 KiB tensor's pin_memory() and the copy's free.
 - torch_pinned_copy_record: a pinned 64 KiB tensor, a non_blocking copy of it
   to the GPU (record_event), its free: the path a DataLoader batch takes.
-  Each of the three: the median of --reps repetitions sized to --rep-seconds.
+  Each of the three: the median of --reps repetitions sized to --rep-seconds
+  (training_step.py's median_steps_per_second).
 
 On stderr, one JSON line {"side", "stats": ...} after the loop: PyTorch's
 host_memory_stats() (host_alloc_time is the time spent in cudaHostAlloc /
@@ -28,13 +29,13 @@ reserved and active, requests, cache hits and their ratio, pending events.
 import argparse
 import json
 import re
-import statistics
 import sys
 import time
 import urllib.request
 
 import torch
 import torch.nn.functional as F
+from training_step import median_steps_per_second  # timing as the training-step comparison's
 
 KIB64 = 64 << 10
 
@@ -42,22 +43,6 @@ KIB64 = 64 << 10
 def report(side, metric, threads, rate):
     print(json.dumps({"side": side, "metric": metric, "threads": threads, "calls_per_second": rate,
                       "ns_per_call": 1e9 / rate}), flush=True)
-
-
-def median_rate(fn, rep_seconds, reps):
-    """Calls per second of fn(): a calibration, then the median of `reps` timed repetitions."""
-    n, start = 0, time.perf_counter()
-    while time.perf_counter() - start < rep_seconds / 4:
-        fn()
-        n += 1
-    per_rep = max(10, int(n * 4))
-    rates = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        for _ in range(per_rep):
-            fn()
-        rates.append(per_rep / (time.perf_counter() - start))
-    return statistics.median(rates)
 
 
 def api_rows(side, args):
@@ -75,7 +60,7 @@ def api_rows(side, args):
 
     for metric, fn in (("torch_pinned_empty", pinned_empty), ("torch_pin_memory", pin_memory),
                        ("torch_pinned_copy_record", copy_record)):
-        report(side, metric, 1, median_rate(fn, args.rep_seconds, args.reps))
+        report(side, metric, 1, median_steps_per_second(fn, args.rep_seconds, args.reps))
         torch.cuda.synchronize()
 
 
