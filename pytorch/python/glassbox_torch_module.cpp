@@ -1,12 +1,8 @@
-// The Python module glassbox_torch: glassbox's pinned-host allocator as
-// PyTorch's, with /metrics and the trace exporters a Python process has no
-// other way to start.
-//
-//   import torch, glassbox_torch
-//   glassbox_torch.install(metrics_addr="127.0.0.1:9400")
-//
-// `import torch` first: this module's PyTorch symbols resolve against the
-// libraries torch loaded.
+// The extension behind the Python module glassbox_torch (glassbox_torch.py,
+// which imports torch first: this extension's PyTorch symbols resolve against
+// the libraries torch loaded): glassbox's pinned-host allocator as PyTorch's,
+// with /metrics and the trace exporters a Python process has no other way to
+// start.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -95,7 +91,7 @@ py::dict stats() {
 }
 }  // namespace
 
-PYBIND11_MODULE(glassbox_torch, m) {
+PYBIND11_MODULE(_glassbox_torch, m) {
   m.doc() = "glassbox's caching pinned-host allocator as PyTorch's, with Prometheus metrics, spans and NVTX";
   m.def("install", &install, py::arg("metrics_addr") = py::none(),
         "Registers glassbox's pinned-host allocator as PyTorch's for CUDA (once per process; safe after PyTorch "

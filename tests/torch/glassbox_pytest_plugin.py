@@ -1,7 +1,6 @@
 """A pytest plugin that installs glassbox's pinned-host allocator as PyTorch's
 before any test module is imported: `pytest -p glassbox_pytest_plugin ...`
 runs PyTorch's own tests (test_cuda.py) on it (scripts/gpu-torch)."""
-import torch  # noqa: F401  (first: glassbox_torch binds to its libraries)
 import glassbox_torch
 
 glassbox_torch.install()

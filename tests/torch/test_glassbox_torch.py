@@ -21,7 +21,7 @@ if not torch.cuda.is_available():
 BEFORE = torch.empty(1 << 20, dtype=torch.uint8, pin_memory=True)
 TORCH_STATS_BEFORE = torch.cuda.host_memory_stats()
 
-import glassbox_torch  # noqa: E402  (after torch, whose libraries it binds to)
+import glassbox_torch  # noqa: E402
 
 INSTALLED = glassbox_torch.install(metrics_addr="127.0.0.1:0")
 
