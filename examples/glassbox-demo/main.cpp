@@ -17,13 +17,13 @@
 #include "data.hpp"
 #include "glassbox/exporters/otlp_metric_exporter.hpp"
 #include "glassbox/exporters/prometheus_exporter.hpp"
+#include "glassbox/exporters/tracing_setup.hpp"
 #include "glassbox/metrics/registry.hpp"
 #include "glassbox/trace/span.hpp"
 #include "model.hpp"
 #include "progress.hpp"
 #include "runtime.hpp"
 #include "summary.hpp"
-#include "tracing_setup.hpp"
 #include "training.hpp"
 #if GLASSBOX_HAVE_CUDA
 #include "glassbox/cuda/cuda_check.hpp"
@@ -94,7 +94,7 @@ int run(const Options& o) {
   }
   std::fflush(stdout);
   // Flushed and closed when run() returns, also after SIGINT/SIGTERM.
-  auto tracing = demo::TracingSetup::from_env();
+  auto tracing = glassbox::exporters::TracingSetup::from_env();
   std::string push_description;
   auto metrics_push = start_metrics_push(push_description);
   auto runtime = demo::make_runtime(resolve_device(o.device));

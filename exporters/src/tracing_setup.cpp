@@ -1,4 +1,4 @@
-#include "tracing_setup.hpp"
+#include "glassbox/exporters/tracing_setup.hpp"
 
 #include <vector>
 
@@ -6,20 +6,19 @@
 #include "glassbox/exporters/trace_file_exporter.hpp"
 #include "glassbox/trace/multi_span_processor.hpp"
 
-namespace glassbox::demo {
+namespace glassbox::exporters {
 
 TracingSetup TracingSetup::from_env() {
   std::vector<std::shared_ptr<trace::SpanProcessor>> processors;
   std::string description;
-  if (exporters::otlp_configured_in_env()) {
-    auto options = exporters::OtlpHttpOptions::from_env();
+  if (otlp_configured_in_env()) {
+    auto options = OtlpHttpOptions::from_env();
     description += "otlp -> " + options.url;
-    processors.push_back(exporters::make_otlp_processor(std::move(options)));
+    processors.push_back(make_otlp_processor(std::move(options)));
   }
-  if (auto file = exporters::TraceFileOptions::from_env(); !file.path.empty()) {
+  if (auto file = TraceFileOptions::from_env(); !file.path.empty()) {
     description += (description.empty() ? "file " : ", file ") + file.path + " (open it at https://ui.perfetto.dev)";
-    processors.push_back(
-        std::make_shared<exporters::TraceFileProcessor>(std::move(file), exporters::BatchOptions::from_env()));
+    processors.push_back(std::make_shared<TraceFileProcessor>(std::move(file), BatchOptions::from_env()));
   }
   if (processors.empty()) return TracingSetup(nullptr, "traces: off");
   auto processor =
@@ -40,4 +39,4 @@ void TracingSetup::shutdown(std::chrono::milliseconds timeout) {
   processor_.reset();
 }
 
-}  // namespace glassbox::demo
+}  // namespace glassbox::exporters

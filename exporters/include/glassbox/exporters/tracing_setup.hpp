@@ -1,5 +1,5 @@
 #pragma once
-// Span export for the demo, from the environment: OTLP/HTTP when
+// Span export for a process (the demo, glassbox_torch), from the environment: OTLP/HTTP when
 // OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set, a Perfetto
 // trace file when GLASSBOX_TRACE_FILE is set, both at once through a fan-out.
 #include <chrono>
@@ -8,7 +8,7 @@
 
 #include "glassbox/trace/span_processor.hpp"
 
-namespace glassbox::demo {
+namespace glassbox::exporters {
 
 class TracingSetup {
  public:
@@ -34,4 +34,4 @@ class TracingSetup {
   std::string description_;
 };
 
-}  // namespace glassbox::demo
+}  // namespace glassbox::exporters
