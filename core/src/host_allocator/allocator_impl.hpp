@@ -24,6 +24,7 @@
 
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/host_allocator/detail/biased_lock.hpp"
+#include "glassbox/trace/counter_track.hpp"
 #include "glassbox/trace/span.hpp"
 #include "spin_lock.hpp"
 
@@ -205,6 +206,20 @@ struct Metrics {
   std::map<unsigned, std::unique_ptr<ClassMetrics>> by_bucket;
 };
 
+// The allocator's counter tracks (trace file, NVTX), each named with the
+// allocator's id and changed where the shared state changes, so the cached
+// pair of a thread cache touches none: reserved at a new block and a release;
+// active (blocks out of the shared free lists: in use, in a thread cache, or
+// waiting on events, as ClassRecord counts them) and cached (on the shared
+// free lists) where a block leaves or joins them; the event backlog.
+struct Tracks {
+  explicit Tracks(std::uint64_t allocator_id);
+  trace::CounterTrack reserved;
+  trace::CounterTrack active;
+  trace::CounterTrack cached;
+  trace::CounterTrack pending_events;
+};
+
 struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   Impl(std::shared_ptr<HostBackend> b, Options o);
   ~Impl();
@@ -316,6 +331,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   std::function<void(const std::string&)> warn;
   Metrics m;
   const std::uint64_t id;
+  Tracks tracks{id};
 
   BlockPool default_pool{PoolId{}};
   std::array<ClassRecord, SizeClasses::kCount> records;

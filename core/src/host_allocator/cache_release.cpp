@@ -35,6 +35,8 @@ void CachingHostAllocator::Impl::deallocate(Block* b) {
     r.allocations.decrease(1);
     r.allocated_bytes.decrease(static_cast<std::int64_t>(b->size));
   }
+  tracks.reserved.add(-static_cast<std::int64_t>(b->size));
+  tracks.cached.add(-static_cast<std::int64_t>(b->size));
   delete b;
 }
 

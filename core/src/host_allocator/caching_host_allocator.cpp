@@ -29,6 +29,12 @@ std::string pool_text(PoolId id) { return "(" + std::to_string(id.first) + "," +
 
 }  // namespace
 
+Tracks::Tracks(std::uint64_t allocator_id)
+    : reserved("glassbox.host.reserved_bytes #" + std::to_string(allocator_id)),
+      active("glassbox.host.active_bytes #" + std::to_string(allocator_id)),
+      cached("glassbox.host.cached_bytes #" + std::to_string(allocator_id)),
+      pending_events("glassbox.host.pending_events #" + std::to_string(allocator_id)) {}
+
 CachingHostAllocator::Impl::Impl(std::shared_ptr<HostBackend> b, Options o)
     : backend(std::move(b)),
       config(o.config),
@@ -223,6 +229,8 @@ Block* CachingHostAllocator::Impl::take_central(BlockPool& pool, std::uint32_t c
   r.active_requests.increase(1);
   r.active_bytes.increase(static_cast<std::int64_t>(b->size));
   count_handed_out(r);
+  tracks.active.add(static_cast<std::int64_t>(b->size));
+  tracks.cached.add(-static_cast<std::int64_t>(b->size));
   return b;
 }
 
@@ -286,6 +294,8 @@ Block* CachingHostAllocator::Impl::create_block(std::size_t size, std::uint32_t 
   r.active_requests.increase(1);
   r.active_bytes.increase(static_cast<std::int64_t>(rounded));
   count_handed_out(r);
+  tracks.reserved.add(static_cast<std::int64_t>(rounded));
+  tracks.active.add(static_cast<std::int64_t>(rounded));
   return b;
 }
 
@@ -355,6 +365,7 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
     pool.pending.fetch_add(static_cast<std::int64_t>(events.size()), std::memory_order_relaxed);
   }
   m.pending_events.add(static_cast<std::int64_t>(events.size()));
+  tracks.pending_events.add(static_cast<std::int64_t>(events.size()));
   if (config.background_thread) background_cv.notify_one();
   if (failure) std::rethrow_exception(failure);
 }
@@ -402,6 +413,8 @@ void CachingHostAllocator::Impl::push_central(BlockPool& pool, Block* b, bool st
     r.active_requests.decrease(1);
     r.active_bytes.decrease(size);
     if (!from_thread_cache) r.slack.fetch_add(1, std::memory_order_relaxed);
+    tracks.active.add(-size);
+    tracks.cached.add(size);
   }
   count_free(pool, size);
   if (config.background_thread && over_cap()) background_cv.notify_one();

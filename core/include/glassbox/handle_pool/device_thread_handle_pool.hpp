@@ -68,7 +68,7 @@ class DeviceThreadHandlePool : public std::enable_shared_from_this<DeviceThreadH
   ~DeviceThreadHandlePool() {
     for (auto& [device, slot] : devices_) {
       for (handle_type h : slot.created) factory_.destroy(device, h);
-      slot.series.in_use.sub(static_cast<double>(slot.in_use));
+      slot.series.in_use_changed(-static_cast<double>(slot.in_use), 0);
       slot.series.available.sub(static_cast<double>(slot.available.size()));
     }
   }
@@ -182,7 +182,7 @@ class DeviceThreadHandlePool : public std::enable_shared_from_this<DeviceThreadH
     std::unique_lock lock(mu_);
     DeviceSlot& s = device_slot(device);
     ++s.in_use;
-    s.series.in_use.add(1);
+    s.series.in_use_changed(1, s.in_use);
     if (!s.available.empty()) {
       handle_type h = s.available.back();
       s.available.pop_back();
@@ -213,7 +213,7 @@ class DeviceThreadHandlePool : public std::enable_shared_from_this<DeviceThreadH
       scope.failed(e.what());
       std::lock_guard lock(mu_);
       --s.in_use;
-      s.series.in_use.sub(1);
+      s.series.in_use_changed(-1, s.in_use);
       throw;
     }
   }
@@ -226,7 +226,7 @@ class DeviceThreadHandlePool : public std::enable_shared_from_this<DeviceThreadH
       s.available.push_back(w.slots[d].handle);
       --s.in_use;
       s.series.available.add(1);
-      s.series.in_use.sub(1);
+      s.series.in_use_changed(-1, s.in_use);
     }
     w.slots.clear();
   }

@@ -1,0 +1,181 @@
+#include "glassbox/trace/counter_track.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include "glassbox/nvtx/counter.hpp"
+
+namespace glassbox::trace {
+
+struct CounterTrack::State {
+  std::string name;
+  std::uint64_t nvtx_id = 0;  // 0: no NVTX tool took the counter
+  std::atomic<std::int64_t> value;
+  std::mutex mu;  // guards the rest, and orders the track's samples
+  std::uint64_t last_ns = 0;  // when the last sample was taken; 0: none yet
+  bool pending = false;       // a change since then was coalesced, not yet sent
+  std::uint64_t samples = 0;
+  std::uint64_t coalesced = 0;
+
+  State(std::string n, std::int64_t initial) : name(std::move(n)), value(initial) {}
+};
+
+namespace {
+
+using State = CounterTrack::State;
+
+struct Globals {
+  std::mutex mu;  // guards the list, the sink's owner, and the totals of gone tracks
+  std::vector<State*> tracks;
+  std::shared_ptr<CounterSink> sink_owner;
+  CounterTrackTotals gone;
+};
+
+Globals& globals() {
+  static Globals* g = new Globals;  // leaked: tracks of leaked pools outlive static destruction
+  return *g;
+}
+
+// Read on every change; a plain pointer, as loading a shared_ptr costs atomic
+// read-modify-writes. set_counter_sink keeps the sink alive while it is here.
+std::atomic<CounterSink*> g_sink{nullptr};
+
+std::uint64_t unix_now_ns() noexcept {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+}
+
+bool live(const State& s) noexcept {
+  return s.nvtx_id != 0 || g_sink.load(std::memory_order_relaxed) != nullptr;
+}
+
+// Caller holds s.mu.
+void send(State& s, std::uint64_t at_ns) noexcept {
+  const std::int64_t v = s.value.load(std::memory_order_relaxed);
+  if (s.nvtx_id != 0) nvtx::sample_counter(s.nvtx_id, v);
+  if (CounterSink* sink = g_sink.load(std::memory_order_acquire)) sink->on_sample({s.name, v, at_ns});
+  s.last_ns = at_ns;
+  s.pending = false;
+  ++s.samples;
+}
+
+// Caller holds s.mu; the value has just changed.
+void changed(State& s) noexcept {
+  const std::uint64_t now = unix_now_ns();
+  if (s.last_ns == 0 || now >= s.last_ns + CounterTrack::kMinIntervalNs) {
+    if (s.pending) ++s.coalesced;  // superseded by this change
+    send(s, now);
+    return;
+  }
+  if (s.pending) ++s.coalesced;
+  s.pending = true;
+}
+
+// Caller holds s.mu. Stamped at the first moment the spacing allows: a
+// coalesced value was set before it and, as nothing has replaced it, holds
+// then (to within the millisecond the tracks resolve).
+void flush(State& s) noexcept {
+  if (s.pending) send(s, s.last_ns + CounterTrack::kMinIntervalNs);
+}
+
+}  // namespace
+
+CounterTrack::CounterTrack(std::string name, std::int64_t initial)
+    : state_(std::make_unique<State>(std::move(name), initial)) {
+  state_->nvtx_id = nvtx::register_counter(state_->name.c_str());
+  Globals& g = globals();
+  std::lock_guard lock(g.mu);
+  g.tracks.push_back(state_.get());
+  std::lock_guard track_lock(state_->mu);
+  if (live(*state_)) send(*state_, unix_now_ns());
+}
+
+CounterTrack::~CounterTrack() {
+  if (!state_) return;
+  Globals& g = globals();
+  std::lock_guard lock(g.mu);
+  {
+    std::lock_guard track_lock(state_->mu);
+    flush(*state_);
+    g.gone.samples += state_->samples;
+    g.gone.coalesced += state_->coalesced;
+  }
+  std::erase(g.tracks, state_.get());
+}
+
+CounterTrack::CounterTrack(CounterTrack&&) noexcept = default;
+CounterTrack& CounterTrack::operator=(CounterTrack&& other) noexcept {
+  CounterTrack gone(std::move(*this));
+  state_ = std::move(other.state_);
+  return *this;
+}
+
+void CounterTrack::add(std::int64_t delta) noexcept {
+  State& s = *state_;
+  if (!live(s)) [[likely]] {
+    s.value.fetch_add(delta, std::memory_order_relaxed);
+    return;
+  }
+  std::lock_guard lock(s.mu);
+  s.value.fetch_add(delta, std::memory_order_relaxed);
+  changed(s);
+}
+
+void CounterTrack::set(std::int64_t value) noexcept {
+  State& s = *state_;
+  if (!live(s)) [[likely]] {
+    s.value.store(value, std::memory_order_relaxed);
+    return;
+  }
+  std::lock_guard lock(s.mu);
+  s.value.store(value, std::memory_order_relaxed);
+  changed(s);
+}
+
+std::int64_t CounterTrack::value() const noexcept { return state_->value.load(std::memory_order_relaxed); }
+const std::string& CounterTrack::name() const noexcept { return state_->name; }
+
+void set_counter_sink(std::shared_ptr<CounterSink> sink) {
+  Globals& g = globals();
+  std::shared_ptr<CounterSink> old;  // released after the lock, as it may be the last owner
+  std::lock_guard lock(g.mu);
+  for (State* s : g.tracks) {  // the old sink gets the values it has not seen
+    std::lock_guard track_lock(s->mu);
+    flush(*s);
+  }
+  g_sink.store(sink.get(), std::memory_order_release);
+  old = std::exchange(g.sink_owner, std::move(sink));
+  // Every sample goes out under its track's mutex: once each has been taken
+  // here, none is still on its way to the old sink.
+  for (State* s : g.tracks) {
+    std::lock_guard track_lock(s->mu);
+    if (g.sink_owner) send(*s, unix_now_ns());
+  }
+}
+
+void flush_counter_tracks() {
+  Globals& g = globals();
+  std::lock_guard lock(g.mu);
+  for (State* s : g.tracks) {
+    std::lock_guard track_lock(s->mu);
+    flush(*s);
+  }
+}
+
+CounterTrackTotals counter_track_totals() {
+  Globals& g = globals();
+  std::lock_guard lock(g.mu);
+  CounterTrackTotals t = g.gone;
+  for (State* s : g.tracks) {
+    std::lock_guard track_lock(s->mu);
+    t.samples += s->samples;
+    t.coalesced += s->coalesced;
+  }
+  return t;
+}
+
+}  // namespace glassbox::trace
