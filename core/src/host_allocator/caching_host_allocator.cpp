@@ -29,11 +29,27 @@ std::string pool_text(PoolId id) { return "(" + std::to_string(id.first) + "," +
 
 }  // namespace
 
-Tracks::Tracks(std::uint64_t allocator_id)
-    : reserved("glassbox.host.reserved_bytes #" + std::to_string(allocator_id)),
-      active("glassbox.host.active_bytes #" + std::to_string(allocator_id)),
-      cached("glassbox.host.cached_bytes #" + std::to_string(allocator_id)),
+Tracks::Tracks(std::uint64_t allocator_id, const std::atomic<std::int64_t>& default_free_bytes)
+    : reserved("glassbox.host.reserved_bytes #" + std::to_string(allocator_id),
+               [this] { return reserved_bytes.load(std::memory_order_relaxed); }),
+      cached("glassbox.host.cached_bytes #" + std::to_string(allocator_id),
+             [this, &default_free_bytes] {
+               return default_free_bytes.load(std::memory_order_relaxed) +
+                      private_free_bytes.load(std::memory_order_relaxed);
+             }),
+      active("glassbox.host.active_bytes #" + std::to_string(allocator_id),
+             [this, &default_free_bytes] {
+               return reserved_bytes.load(std::memory_order_relaxed) -
+                      default_free_bytes.load(std::memory_order_relaxed) -
+                      private_free_bytes.load(std::memory_order_relaxed);
+             }),
       pending_events("glassbox.host.pending_events #" + std::to_string(allocator_id)) {}
+
+void Tracks::reserved_changed(std::int64_t bytes) noexcept {
+  reserved_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  reserved.changed();
+  active.changed();
+}
 
 CachingHostAllocator::Impl::Impl(std::shared_ptr<HostBackend> b, Options o)
     : backend(std::move(b)),
@@ -229,8 +245,6 @@ Block* CachingHostAllocator::Impl::take_central(BlockPool& pool, std::uint32_t c
   r.active_requests.increase(1);
   r.active_bytes.increase(static_cast<std::int64_t>(b->size));
   count_handed_out(r);
-  tracks.active.add(static_cast<std::int64_t>(b->size));
-  tracks.cached.add(-static_cast<std::int64_t>(b->size));
   return b;
 }
 
@@ -294,8 +308,7 @@ Block* CachingHostAllocator::Impl::create_block(std::size_t size, std::uint32_t 
   r.active_requests.increase(1);
   r.active_bytes.increase(static_cast<std::int64_t>(rounded));
   count_handed_out(r);
-  tracks.reserved.add(static_cast<std::int64_t>(rounded));
-  tracks.active.add(static_cast<std::int64_t>(rounded));
+  tracks.reserved_changed(static_cast<std::int64_t>(rounded));
   return b;
 }
 
@@ -413,8 +426,6 @@ void CachingHostAllocator::Impl::push_central(BlockPool& pool, Block* b, bool st
     r.active_requests.decrease(1);
     r.active_bytes.decrease(size);
     if (!from_thread_cache) r.slack.fetch_add(1, std::memory_order_relaxed);
-    tracks.active.add(-size);
-    tracks.cached.add(size);
   }
   count_free(pool, size);
   if (config.background_thread && over_cap()) background_cv.notify_one();
@@ -427,7 +438,12 @@ void CachingHostAllocator::Impl::note_cached(std::size_t bytes) {
 }
 
 void CachingHostAllocator::Impl::count_free(const BlockPool& pool, std::int64_t bytes) {
-  if (&pool == &default_pool) default_free_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  if (&pool == &default_pool) {
+    default_free_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  } else {
+    tracks.private_free_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  tracks.shared_lists_changed();
 }
 
 BlockPool& CachingHostAllocator::Impl::pool_of(const Block* b) {

@@ -10,17 +10,21 @@
 
 namespace glassbox::trace {
 
+std::atomic<bool> detail::counter_tracks_live{false};
+
 struct CounterTrack::State {
   std::string name;
   std::uint64_t nvtx_id = 0;  // 0: no NVTX tool took the counter
-  std::atomic<std::int64_t> value;
+  Reader read;                // empty: the value is `kept`
+  std::atomic<std::int64_t> kept{0};
   std::mutex mu;  // guards the rest, and orders the track's samples
   std::uint64_t last_ns = 0;  // when the last sample was taken; 0: none yet
   bool pending = false;       // a change since then was coalesced, not yet sent
   std::uint64_t samples = 0;
   std::uint64_t coalesced = 0;
 
-  State(std::string n, std::int64_t initial) : name(std::move(n)), value(initial) {}
+  State(std::string n, Reader r) : name(std::move(n)), read(std::move(r)) {}
+  std::int64_t value() const { return read ? read() : kept.load(std::memory_order_relaxed); }
 };
 
 namespace {
@@ -55,7 +59,7 @@ bool live(const State& s) noexcept {
 
 // Caller holds s.mu.
 void send(State& s, std::uint64_t at_ns) noexcept {
-  const std::int64_t v = s.value.load(std::memory_order_relaxed);
+  const std::int64_t v = s.value();
   if (s.nvtx_id != 0) nvtx::sample_counter(s.nvtx_id, v);
   if (CounterSink* sink = g_sink.load(std::memory_order_acquire)) sink->on_sample({s.name, v, at_ns});
   s.last_ns = at_ns;
@@ -64,7 +68,7 @@ void send(State& s, std::uint64_t at_ns) noexcept {
 }
 
 // Caller holds s.mu; the value has just changed.
-void changed(State& s) noexcept {
+void on_change(State& s) noexcept {
   const std::uint64_t now = unix_now_ns();
   if (s.last_ns == 0 || now >= s.last_ns + CounterTrack::kMinIntervalNs) {
     if (s.pending) ++s.coalesced;  // superseded by this change
@@ -84,9 +88,12 @@ void flush(State& s) noexcept {
 
 }  // namespace
 
-CounterTrack::CounterTrack(std::string name, std::int64_t initial)
-    : state_(std::make_unique<State>(std::move(name), initial)) {
+CounterTrack::CounterTrack(std::string name) : CounterTrack(std::move(name), nullptr) {}
+
+CounterTrack::CounterTrack(std::string name, Reader read)
+    : state_(std::make_unique<State>(std::move(name), std::move(read))) {
   state_->nvtx_id = nvtx::register_counter(state_->name.c_str());
+  if (state_->nvtx_id != 0) detail::counter_tracks_live.store(true, std::memory_order_relaxed);
   Globals& g = globals();
   std::lock_guard lock(g.mu);
   g.tracks.push_back(state_.get());
@@ -114,29 +121,24 @@ CounterTrack& CounterTrack::operator=(CounterTrack&& other) noexcept {
   return *this;
 }
 
-void CounterTrack::add(std::int64_t delta) noexcept {
-  State& s = *state_;
-  if (!live(s)) [[likely]] {
-    s.value.fetch_add(delta, std::memory_order_relaxed);
-    return;
-  }
-  std::lock_guard lock(s.mu);
-  s.value.fetch_add(delta, std::memory_order_relaxed);
-  changed(s);
-}
-
 void CounterTrack::set(std::int64_t value) noexcept {
-  State& s = *state_;
-  if (!live(s)) [[likely]] {
-    s.value.store(value, std::memory_order_relaxed);
-    return;
-  }
-  std::lock_guard lock(s.mu);
-  s.value.store(value, std::memory_order_relaxed);
-  changed(s);
+  state_->kept.store(value, std::memory_order_relaxed);
+  changed();
 }
 
-std::int64_t CounterTrack::value() const noexcept { return state_->value.load(std::memory_order_relaxed); }
+void CounterTrack::add(std::int64_t delta) noexcept {
+  state_->kept.fetch_add(delta, std::memory_order_relaxed);
+  changed();
+}
+
+void CounterTrack::changed_live() noexcept {
+  State& s = *state_;
+  if (!live(s)) return;
+  std::lock_guard lock(s.mu);
+  on_change(s);
+}
+
+std::int64_t CounterTrack::value() const { return state_->value(); }
 const std::string& CounterTrack::name() const noexcept { return state_->name; }
 
 void set_counter_sink(std::shared_ptr<CounterSink> sink) {
@@ -148,6 +150,7 @@ void set_counter_sink(std::shared_ptr<CounterSink> sink) {
     flush(*s);
   }
   g_sink.store(sink.get(), std::memory_order_release);
+  if (sink) detail::counter_tracks_live.store(true, std::memory_order_relaxed);
   old = std::exchange(g.sink_owner, std::move(sink));
   // Every sample goes out under its track's mutex: once each has been taken
   // here, none is still on its way to the old sink.
