@@ -20,6 +20,7 @@ struct CounterTrack::State {
   std::mutex mu;  // guards the rest, and orders the track's samples
   std::uint64_t last_ns = 0;  // when the last sample was taken; 0: none yet
   bool pending = false;       // a change since then was coalesced, not yet sent
+  std::int64_t pending_value = 0;  // the value after that change
   std::uint64_t samples = 0;
   std::uint64_t coalesced = 0;
 
@@ -58,32 +59,38 @@ bool live(const State& s) noexcept {
 }
 
 // Caller holds s.mu.
-void send(State& s, std::uint64_t at_ns) noexcept {
-  const std::int64_t v = s.value();
-  if (s.nvtx_id != 0) nvtx::sample_counter(s.nvtx_id, v);
-  if (CounterSink* sink = g_sink.load(std::memory_order_acquire)) sink->on_sample({s.name, v, at_ns});
+void send(State& s, std::int64_t value, std::uint64_t at_ns) noexcept {
+  if (s.nvtx_id != 0) nvtx::sample_counter(s.nvtx_id, value);
+  if (CounterSink* sink = g_sink.load(std::memory_order_acquire)) sink->on_sample({s.name, value, at_ns});
   s.last_ns = at_ns;
   s.pending = false;
   ++s.samples;
 }
 
-// Caller holds s.mu; the value has just changed.
-void on_change(State& s) noexcept {
-  const std::uint64_t now = unix_now_ns();
-  if (s.last_ns == 0 || now >= s.last_ns + CounterTrack::kMinIntervalNs) {
-    if (s.pending) ++s.coalesced;  // superseded by this change
-    send(s, now);
-    return;
-  }
-  if (s.pending) ++s.coalesced;
-  s.pending = true;
+// Caller holds s.mu. Stamped at the first moment the spacing allows: the
+// coalesced value held from before then until the change that ends it.
+void send_pending(State& s, std::int64_t value) noexcept {
+  send(s, value, s.last_ns + CounterTrack::kMinIntervalNs);
 }
 
-// Caller holds s.mu. Stamped at the first moment the spacing allows: a
-// coalesced value was set before it and, as nothing has replaced it, holds
-// then (to within the millisecond the tracks resolve).
+// Caller holds s.mu; the value has just changed. A coalesced value whose
+// millisecond has passed goes out first, so the track shows it until now.
+void on_change(State& s) noexcept {
+  const std::uint64_t now = unix_now_ns();
+  if (s.pending && now >= s.last_ns + CounterTrack::kMinIntervalNs) send_pending(s, s.pending_value);
+  if (s.last_ns == 0 || now >= s.last_ns + CounterTrack::kMinIntervalNs) {
+    send(s, s.value(), now);
+    return;
+  }
+  if (s.pending) ++s.coalesced;  // replaced by this change within the millisecond
+  s.pending = true;
+  s.pending_value = s.value();
+}
+
+// Caller holds s.mu. Read again: the value is the latest, even where its
+// owner's change has not reached changed() yet.
 void flush(State& s) noexcept {
-  if (s.pending) send(s, s.last_ns + CounterTrack::kMinIntervalNs);
+  if (s.pending) send_pending(s, s.value());
 }
 
 }  // namespace
@@ -98,7 +105,7 @@ CounterTrack::CounterTrack(std::string name, Reader read)
   std::lock_guard lock(g.mu);
   g.tracks.push_back(state_.get());
   std::lock_guard track_lock(state_->mu);
-  if (live(*state_)) send(*state_, unix_now_ns());
+  if (live(*state_)) send(*state_, state_->value(), unix_now_ns());
 }
 
 CounterTrack::~CounterTrack() {
@@ -156,7 +163,7 @@ void set_counter_sink(std::shared_ptr<CounterSink> sink) {
   // here, none is still on its way to the old sink.
   for (State* s : g.tracks) {
     std::lock_guard track_lock(s->mu);
-    if (g.sink_owner) send(*s, unix_now_ns());
+    if (g.sink_owner) send(*s, s->value(), unix_now_ns());
   }
 }
 
