@@ -27,6 +27,7 @@
 //   int device_count() const;                      // valid devices are [0, count)
 //   handle_type create(int device);                // may throw
 //   void destroy(int device, handle_type) noexcept;
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -94,6 +95,14 @@ class DeviceThreadHandlePool : public std::enable_shared_from_this<DeviceThreadH
     if (it == devices_.end()) return {};
     const DeviceSlot& s = it->second;
     return {s.created.size(), s.in_use, s.available.size(), s.high_water_mark};
+  }
+
+  /// Whether `h` waits in the pool for `device`, lent to no thread.
+  bool idle(int device, const handle_type& h) const {
+    std::lock_guard lock(mu_);
+    auto it = devices_.find(device);
+    return it != devices_.end() && std::find(it->second.available.begin(), it->second.available.end(), h) !=
+                                       it->second.available.end();
   }
 
   const Factory& factory() const noexcept { return factory_; }
