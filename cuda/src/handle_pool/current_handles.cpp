@@ -3,9 +3,7 @@
 #include <cuda.h>
 
 #include <cstdlib>
-#include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "glassbox/cuda/current_stream.hpp"
@@ -179,6 +177,8 @@ cublasHandle_t current_cublas_handle(int device, cudaStream_t stream) {
 cublasHandle_t current_cublas_handle() { return current_cublas_handle(cuda::current_device(), cuda::current_stream()); }
 
 cublasLtHandle_t current_cublaslt_handle(int device) { return cublaslt_pool().reserve(device); }
+
+std::size_t cublas_workspaces_held(int device) { return cublas_workspaces().bytes(device); }
 
 std::size_t release_idle_cublas_workspaces() {
   return cublas_workspaces().release_idle([](int device, WorkspaceTable::Handle h) {

@@ -43,5 +43,7 @@ std::size_t cublas_workspace_bytes();
 /// device (cudaFree). Returns the bytes freed; glassbox_handle_workspace_bytes
 /// {library="cublas"} shows what is held.
 std::size_t release_idle_cublas_workspaces();
+/// Bytes of cuBLAS workspace held now on `device`.
+std::size_t cublas_workspaces_held(int device);
 
 }  // namespace glassbox::handle_pool
