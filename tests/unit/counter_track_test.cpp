@@ -85,7 +85,8 @@ TEST_F(CounterTrackTest, ChangesWithinAMillisecondAreOneSampleAndTheLastValueFol
   expect_spaced(samples);
   ASSERT_GE(samples.size(), 2u);
   EXPECT_EQ(samples[1].unix_ns, samples[0].unix_ns + gt::CounterTrack::kMinIntervalNs);
-  EXPECT_EQ(gt::counter_track_totals().coalesced - coalesced_before, 2u);  // 1 and 2 were replaced within their millisecond
+  EXPECT_EQ(gt::counter_track_totals().coalesced - coalesced_before,
+            2u);  // 1 and 2 were replaced within their millisecond
 }
 
 TEST_F(CounterTrackTest, AFlushWritesTheCoalescedValue) {

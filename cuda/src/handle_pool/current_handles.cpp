@@ -63,19 +63,18 @@ std::size_t parse_workspace_config(const std::string& v) {
 
 // Leaked, as the pools: handles may be bound after static destruction began.
 WorkspaceTable& cublas_workspaces() {
-  static auto* table = new WorkspaceTable(
-      "cublas", cublas_workspace_bytes(),
-      {[](int device, std::size_t bytes) {
-         cuda::DeviceGuard guard(device);
-         void* p = nullptr;
-         cuda::check_cuda(cudaMalloc(&p, bytes), "cudaMalloc (cuBLAS workspace)");
-         return p;
-       },
-       // cudaFree waits for the device, so work queued on the workspace ends first.
-       [](int device, void* p) {
-         cuda::DeviceGuard guard(device);
-         cudaFree(p);
-       }});
+  static auto* table = new WorkspaceTable("cublas", cublas_workspace_bytes(),
+                                          {[](int device, std::size_t bytes) {
+                                             cuda::DeviceGuard guard(device);
+                                             void* p = nullptr;
+                                             cuda::check_cuda(cudaMalloc(&p, bytes), "cudaMalloc (cuBLAS workspace)");
+                                             return p;
+                                           },
+                                           // cudaFree waits for the device, so work queued on the workspace ends first.
+                                           [](int device, void* p) {
+                                             cuda::DeviceGuard guard(device);
+                                             cudaFree(p);
+                                           }});
   return *table;
 }
 

@@ -17,9 +17,9 @@ struct CounterTrack::State {
   std::uint64_t nvtx_id = 0;  // 0: no NVTX tool took the counter
   Reader read;                // empty: the value is `kept`
   std::atomic<std::int64_t> kept{0};
-  std::mutex mu;  // guards the rest, and orders the track's samples
-  std::uint64_t last_ns = 0;  // when the last sample was taken; 0: none yet
-  bool pending = false;       // a change since then was coalesced, not yet sent
+  std::mutex mu;                   // guards the rest, and orders the track's samples
+  std::uint64_t last_ns = 0;       // when the last sample was taken; 0: none yet
+  bool pending = false;            // a change since then was coalesced, not yet sent
   std::int64_t pending_value = 0;  // the value after that change
   std::uint64_t samples = 0;
   std::uint64_t coalesced = 0;
@@ -54,9 +54,7 @@ std::uint64_t unix_now_ns() noexcept {
           .count());
 }
 
-bool live(const State& s) noexcept {
-  return s.nvtx_id != 0 || g_sink.load(std::memory_order_relaxed) != nullptr;
-}
+bool live(const State& s) noexcept { return s.nvtx_id != 0 || g_sink.load(std::memory_order_relaxed) != nullptr; }
 
 // Caller holds s.mu.
 void send(State& s, std::int64_t value, std::uint64_t at_ns) noexcept {
@@ -69,9 +67,7 @@ void send(State& s, std::int64_t value, std::uint64_t at_ns) noexcept {
 
 // Caller holds s.mu. Stamped at the first moment the spacing allows: the
 // coalesced value held from before then until the change that ends it.
-void send_pending(State& s, std::int64_t value) noexcept {
-  send(s, value, s.last_ns + CounterTrack::kMinIntervalNs);
-}
+void send_pending(State& s, std::int64_t value) noexcept { send(s, value, s.last_ns + CounterTrack::kMinIntervalNs); }
 
 // Caller holds s.mu; the value has just changed. A coalesced value whose
 // millisecond has passed goes out first, so the track shows it until now.

@@ -101,8 +101,8 @@ class DeviceThreadHandlePool : public std::enable_shared_from_this<DeviceThreadH
   bool idle(int device, const handle_type& h) const {
     std::lock_guard lock(mu_);
     auto it = devices_.find(device);
-    return it != devices_.end() && std::find(it->second.available.begin(), it->second.available.end(), h) !=
-                                       it->second.available.end();
+    return it != devices_.end() &&
+           std::find(it->second.available.begin(), it->second.available.end(), h) != it->second.available.end();
   }
 
   const Factory& factory() const noexcept { return factory_; }

@@ -33,7 +33,7 @@ class WorkspaceTable {
   using Stream = const void*;
   struct Memory {
     std::function<void*(int device, std::size_t bytes)> allocate;  ///< throws on failure
-    std::function<void(int device, void* ptr)> free;                ///< noexcept in spirit: a failure is lost
+    std::function<void(int device, void* ptr)> free;               ///< noexcept in spirit: a failure is lost
   };
   /// Whether `handle` of `device` waits in its pool, lent to no thread.
   using Idle = std::function<bool(int device, Handle handle)>;

@@ -40,7 +40,7 @@ namespace glassbox::exporters {
 struct TraceFileOptions {
   std::string path;
   std::size_t max_pending_flows = 16384;
-  std::size_t max_pending_samples = 65536;  ///< counter samples waiting to be written
+  std::size_t max_pending_samples = 65536;     ///< counter samples waiting to be written
   Resource resource = Resource::make("", "");  ///< the process is named after service.name
 
   /// Path from GLASSBOX_TRACE_FILE (empty when unset), the resource from
