@@ -131,6 +131,8 @@ void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool h
   b->use.store(Block::kHandedOut, std::memory_order_relaxed);
   b->captured = captured;
   b->requested.store(size, std::memory_order_relaxed);
+  if (config.nvtx_mem_regions) [[unlikely]]
+    backend->mark_requested(b->ptr, size, b->size);
   ThreadCache* tc = local_cache();
   if (!hit) {
     class_counts(b->cls).misses.inc();
