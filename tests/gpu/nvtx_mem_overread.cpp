@@ -42,8 +42,7 @@ int main(int argc, char** argv) {
     gcu::check_cuda(cudaDeviceSynchronize(), "the over-reading kernel");
     gcu::check_cuda(cudaFree(dst), "cudaFree");
     allocator.free(block.ctx);
-    std::printf("nvtx_mem_regions %s: a kernel read byte %zu of a %zu-byte request\n", argv[1], kRequested,
-                kRequested);
+    std::printf("nvtx_mem_regions %s: a kernel read byte %zu of a %zu-byte request\n", argv[1], kRequested, kRequested);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;
