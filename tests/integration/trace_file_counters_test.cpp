@@ -17,22 +17,19 @@
 #include "glassbox/trace/span.hpp"
 #include "trace_file_reader.hpp"
 
+using namespace std::chrono_literals;
+using glassbox::testing::read_trace_file;
 namespace ge = glassbox::exporters;
 namespace gt = glassbox::trace;
 namespace gm = glassbox::metrics;
 namespace gha = glassbox::host_allocator;
-namespace fs = std::filesystem;
-using glassbox::testing::read_trace_file;
-using namespace std::chrono_literals;
 
 namespace {
 
 class TraceFileCountersTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path = (fs::temp_directory_path() / ("glassbox-counters-" + std::to_string(::getpid()) + "-" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json"))
-               .string();
+    path = glassbox::testing::test_trace_path("glassbox-counters-");
     ge::TraceFileOptions o;
     o.path = path;
     o.resource = ge::Resource::make("counters-test", "");
@@ -44,7 +41,7 @@ class TraceFileCountersTest : public ::testing::Test {
   }
   void TearDown() override {
     gt::set_counter_sink(nullptr);
-    fs::remove(path);
+    std::filesystem::remove(path);
   }
   glassbox::testing::TraceFile close() {
     processor->shutdown(5s);

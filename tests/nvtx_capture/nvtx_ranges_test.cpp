@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -301,17 +302,23 @@ TEST_F(NvtxCapture, AutogradNodeRangesAreNamedAfterTheNodeOnItsThread) {
   EXPECT_EQ(recorded(GLASSBOX_NVTX_POP, "AccumulateGrad").size(), 1u) << dump();
 }
 
+// A sim allocator whose frees all go to the shared lists (no thread cache).
+std::unique_ptr<glassbox::host_allocator::CachingHostAllocator> sim_allocator(glassbox::metrics::Registry& registry) {
+  namespace gha = glassbox::host_allocator;
+  gha::HostAllocatorOptions o;
+  o.config = gha::HostAllocatorConfig::parse("thread_cache:0");
+  o.registry = &registry;
+  return std::make_unique<gha::CachingHostAllocator>(std::make_shared<gha::SimHostBackend>(), o);
+}
+
 }  // namespace
 
 // The host allocator: a range around every backend allocation and free, and
 // around empty_cache; none on a cached allocate/free pair.
 TEST_F(NvtxCapture, HostAllocatorBackendCallsAndEmptyCacheAreRanges) {
-  namespace gha = glassbox::host_allocator;
   glassbox::metrics::Registry registry;
-  gha::HostAllocatorOptions o;
-  o.config = gha::HostAllocatorConfig::parse("thread_cache:0");
-  o.registry = &registry;
-  gha::CachingHostAllocator allocator(std::make_shared<glassbox::host_allocator::SimHostBackend>(), o);
+  auto allocator_owner = sim_allocator(registry);
+  auto& allocator = *allocator_owner;
   allocator.free(allocator.allocate(4096).ctx);  // new block: one backend_alloc
   allocator.free(allocator.allocate(4096).ctx);  // cached: no range
   allocator.empty_cache();                       // empty_cache around one backend_free
@@ -348,12 +355,9 @@ std::uint64_t last_counter(const std::vector<Event>& registered, std::string_vie
 // The counter tracks reach a tool as NVTX counters (the counters extension):
 // one per track, registered in glassbox's domain, sampled with its values.
 TEST_F(NvtxCapture, PinnedBytesAndHandlesInUseAreNvtxCounters) {
-  namespace gha = glassbox::host_allocator;
   glassbox::metrics::Registry registry;
-  gha::HostAllocatorOptions o;
-  o.config = gha::HostAllocatorConfig::parse("thread_cache:0");
-  o.registry = &registry;
-  gha::CachingHostAllocator allocator(std::make_shared<glassbox::host_allocator::SimHostBackend>(), o);
+  auto allocator_owner = sim_allocator(registry);
+  auto& allocator = *allocator_owner;
   auto pool = Pool::create(glassbox::sim::FakeHandleFactory("cublas"), registry);
   pool->reserve(0);
   constexpr std::int64_t kSize = 4 << 20;

@@ -4,7 +4,10 @@
 // in the parent's slice and end in the child's. Failures are gtest failures.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -53,6 +56,14 @@ struct TraceFile {
     return nullptr;
   }
 };
+
+/// A trace file path of this process and test, in the temporary directory.
+inline std::string test_trace_path(const std::string& prefix) {
+  return (std::filesystem::temp_directory_path() /
+          (prefix + std::to_string(::getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+           ".json"))
+      .string();
+}
 
 inline std::string read_all(const std::string& path) {
   std::ifstream in(path);
