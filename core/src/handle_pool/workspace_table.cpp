@@ -5,6 +5,10 @@ namespace glassbox::handle_pool {
 WorkspaceTable::WorkspaceTable(std::string library, std::size_t bytes, Memory memory, metrics::Registry& registry)
     : library_(std::move(library)), bytes_(bytes), memory_(std::move(memory)), registry_(registry) {}
 
+WorkspaceTable::~WorkspaceTable() {
+  release_idle([](int, Handle) { return true; });
+}
+
 metrics::Gauge& WorkspaceTable::gauge(int device) {
   auto it = gauges_.find(device);
   if (it != gauges_.end()) return it->second;

@@ -41,6 +41,8 @@ class WorkspaceTable {
   /// `bytes` per workspace; `library` labels the gauge.
   WorkspaceTable(std::string library, std::size_t bytes, Memory memory,
                  metrics::Registry& registry = metrics::Registry::global());
+  /// Frees every workspace: destroy it once no handle runs on them.
+  ~WorkspaceTable();
   WorkspaceTable(const WorkspaceTable&) = delete;
   WorkspaceTable& operator=(const WorkspaceTable&) = delete;
 
