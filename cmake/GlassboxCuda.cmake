@@ -35,6 +35,13 @@ find_path(GLASSBOX_NVTX3_INCLUDE nvtx3/nvToolsExt.h
   HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include /usr/include)
 if(GLASSBOX_NVTX3_INCLUDE)
   set(GLASSBOX_HAVE_NVTX ON)
+  # NVTX's counters extension (CUDA 13 ships it); older NVTX headers lack it.
+  if(EXISTS "${GLASSBOX_NVTX3_INCLUDE}/nvtx3/nvToolsExtCounters.h")
+    set(GLASSBOX_HAVE_NVTX_COUNTERS ON)
+  else()
+    set(GLASSBOX_HAVE_NVTX_COUNTERS OFF)
+  endif()
 else()
+  set(GLASSBOX_HAVE_NVTX_COUNTERS OFF)
   set(GLASSBOX_HAVE_NVTX OFF)
 endif()

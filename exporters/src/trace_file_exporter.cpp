@@ -106,6 +106,22 @@ TraceFileExporter::~TraceFileExporter() { shutdown(); }
 
 void TraceFileExporter::shutdown() {
   if (!out_) return;
+  write_counter_samples();
+  std::uint64_t dropped;
+  {
+    std::lock_guard lock(samples_mu_);
+    closed_ = true;
+    dropped = samples_dropped_;
+  }
+  if (dropped > 0) {
+    // Said in the file itself, so whoever reads the tracks knows they have gaps.
+    event_.clear();
+    JsonWriter w(event_);
+    event_head(w, "glassbox.counter_samples_dropped", "i", pid_, pid_).key("cat").string(kCategory);
+    w.key("s").string("g").key("ts").number(micros(unix_now_ns())).key("args").begin_object();
+    w.key("dropped").number(dropped).end_object().end_object();
+    write(event_);
+  }
   std::fputs("\n]}\n", out_);
   std::fclose(out_);
   out_ = nullptr;
@@ -116,9 +132,44 @@ void TraceFileExporter::name_thread(std::uint64_t tid, std::string name) {
   new_names_.emplace_back(tid, std::move(name));
 }
 
+void TraceFileExporter::add_counter_sample(const trace::CounterSample& sample) noexcept {
+  std::lock_guard lock(samples_mu_);
+  if (closed_ || samples_.size() >= options_.max_pending_samples) {
+    ++samples_dropped_;
+    return;
+  }
+  try {
+    samples_.push_back({std::string(sample.track), sample.value, sample.unix_ns});
+  } catch (...) {
+    ++samples_dropped_;  // out of memory
+  }
+}
+
+std::uint64_t TraceFileExporter::counter_samples_dropped() const {
+  std::lock_guard lock(samples_mu_);
+  return samples_dropped_;
+}
+
+// Counter events belong to the process; Perfetto draws one track per name.
+void TraceFileExporter::write_counter_samples() {
+  std::vector<QueuedSample> samples;
+  {
+    std::lock_guard lock(samples_mu_);
+    samples.swap(samples_);
+  }
+  for (const auto& s : samples) {
+    event_.clear();
+    JsonWriter w(event_);
+    event_head(w, s.track, "C", pid_, pid_).key("cat").string(kCategory).key("ts").number(micros(s.unix_ns));
+    w.key("args").begin_object().key("value").number(s.value).end_object().end_object();
+    write(event_);
+  }
+}
+
 ExportResult TraceFileExporter::export_spans(std::span<const trace::SpanData> spans, Clock::time_point) {
   if (!out_) return {spans.size(), DropReason::shutdown};
   write_thread_names();
+  write_counter_samples();
   for (const auto& s : spans) {
     write_span(s);
     write_flows_to_children(s);
@@ -247,6 +298,16 @@ TraceFileProcessor::TraceFileProcessor(std::unique_ptr<TraceFileExporter> file, 
     : file_(file.get()), batch_(std::move(file), batch) {
   static std::atomic<std::uint64_t> next_id{1};
   id_ = next_id.fetch_add(1);
+}
+
+bool TraceFileProcessor::force_flush(std::chrono::milliseconds timeout) {
+  trace::flush_counter_tracks();
+  return batch_.force_flush(timeout);
+}
+
+void TraceFileProcessor::shutdown(std::chrono::milliseconds timeout) {
+  trace::flush_counter_tracks();
+  batch_.shutdown(timeout);
 }
 
 void TraceFileProcessor::on_end(trace::SpanData&& span) noexcept {

@@ -4,6 +4,7 @@
 
 #include "glassbox/exporters/otlp_http_exporter.hpp"
 #include "glassbox/exporters/trace_file_exporter.hpp"
+#include "glassbox/trace/counter_track.hpp"
 #include "glassbox/trace/multi_span_processor.hpp"
 
 namespace glassbox::exporters {
@@ -18,7 +19,9 @@ TracingSetup TracingSetup::from_env() {
   }
   if (auto file = TraceFileOptions::from_env(); !file.path.empty()) {
     description += (description.empty() ? "file " : ", file ") + file.path + " (open it at https://ui.perfetto.dev)";
-    processors.push_back(std::make_shared<TraceFileProcessor>(std::move(file), BatchOptions::from_env()));
+    auto file_processor = std::make_shared<TraceFileProcessor>(std::move(file), BatchOptions::from_env());
+    trace::set_counter_sink(file_processor);  // pinned bytes and handles as counter tracks
+    processors.push_back(std::move(file_processor));
   }
   if (processors.empty()) return TracingSetup(nullptr, "traces: off");
   auto processor =
@@ -35,6 +38,7 @@ TracingSetup::~TracingSetup() { shutdown(); }
 void TracingSetup::shutdown(std::chrono::milliseconds timeout) {
   if (!processor_) return;
   trace::set_span_processor(nullptr);
+  trace::set_counter_sink(nullptr);  // the file's processor gets the tracks' last values first
   processor_->shutdown(timeout);
   processor_.reset();
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <thread>
@@ -251,4 +252,46 @@ TEST_F(GpuHandles, ADeviceBeyondTheLastIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("device " + std::to_string(devices_) + " is out of range"), std::string::npos)
         << e.what();
   }
+}
+
+// As PyTorch's cuda_cublas_handle_pool_test: 15 threads get cuBLAS handles
+// (moving between two streams each, so idle workspaces pile up) and run a
+// GEMM, while 5 threads release idle workspaces. No GEMM may go wrong (a
+// workspace freed under its handle would show here, or to compute-sanitizer),
+// and once the getters are gone their workspaces can all be released.
+TEST_F(GpuHandles, ReleasingIdleWorkspacesWhileThreadsGetHandlesIsSafe) {
+  constexpr int kGetters = 15, kClearers = 5, kSteps = 6;
+  gcu::check_cuda(cudaSetDevice(0), "cudaSetDevice");
+  std::atomic<int> running{kGetters};
+  std::atomic<std::size_t> released{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kGetters; ++t) {
+    threads.emplace_back([&, t] {
+      gcu::check_cuda(cudaSetDevice(0), "cudaSetDevice");
+      DeviceBuffers bufs[2];
+      for (int step = 0; step < kSteps; ++step) {
+        DeviceBuffers& buf = bufs[step % 2];
+        const float seed = 0.125f * static_cast<float>(t + 1) + static_cast<float>(step);
+        buf.fill(seed);
+        cublasHandle_t h = gh::current_cublas_handle(0, buf.stream);
+        const float one = 1.0f, zero = 0.0f;
+        gcu::check_cublas(
+            cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, kN, kN, kN, &one, buf.a, kN, buf.b, kN, &zero, buf.c, kN),
+            "cublasSgemm");
+        EXPECT_LT(max_gemm_error(buf.result(), seed), 1e-4) << "thread " << t << " step " << step;
+      }
+      --running;
+    });
+  }
+  for (int c = 0; c < kClearers; ++c) {
+    threads.emplace_back([&] {
+      gcu::check_cuda(cudaSetDevice(0), "cudaSetDevice");
+      while (running.load() > 0) released += gh::release_idle_cublas_workspaces();
+    });
+  }
+  for (auto& th : threads) th.join();
+  released += gh::release_idle_cublas_workspaces();
+  EXPECT_GT(released.load(), 0u);
+  // Left: at most one workspace per handle still lent (this thread's, from earlier tests).
+  EXPECT_LE(gh::cublas_workspaces_held(0), gh::cublas_pool().counts(0).in_use * gh::cublas_workspace_bytes());
 }

@@ -30,11 +30,7 @@ namespace {
 
 class TraceFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    path = (fs::temp_directory_path() / ("glassbox-trace-" + std::to_string(::getpid()) + "-" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json"))
-               .string();
-  }
+  void SetUp() override { path = glassbox::testing::test_trace_path("glassbox-trace-"); }
   void TearDown() override {
     gt::set_span_processor(nullptr);
     gt::set_sampler(nullptr);

@@ -4,6 +4,7 @@
 // implementation lives in the instrumented program and calls into us.
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtCounters.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -28,6 +29,8 @@ struct Event {
   std::uint32_t category = 0;
   std::uint64_t thread_id = 0;
   std::uint64_t range_id = 0;
+  std::uint64_t counter_id = 0;
+  std::int64_t value = 0;
 };
 
 struct Range {
@@ -66,6 +69,7 @@ struct State {
   HandleTable<std::string> domains;
   HandleTable<std::string> strings;
   std::unordered_map<std::uint64_t, Range> started;
+  std::vector<std::string> counters;  // by id - 1
   std::vector<Event> events;
 };
 
@@ -194,6 +198,28 @@ void mark(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) noexcept {
   record(s, GLASSBOX_NVTX_MARK, domain, described(s, a, 0));
 }
 
+// ---- the counters extension ----
+
+std::uint64_t counter_register(nvtxDomainHandle_t domain, const nvtxCounterAttr_t* attr) noexcept {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (attr == nullptr) return NVTX_COUNTER_ID_NONE;
+  s.counters.push_back(text_of(attr->name));
+  const std::uint64_t id = s.counters.size();
+  record_registration(s, GLASSBOX_NVTX_COUNTER_REGISTER, domain, attr->name);
+  s.events.back().counter_id = id;
+  return id;
+}
+
+void counter_sample_int64(nvtxDomainHandle_t domain, std::uint64_t id, std::int64_t value) noexcept {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  const bool known = id >= 1 && id <= s.counters.size();
+  record(s, GLASSBOX_NVTX_COUNTER_SAMPLE, domain, Range{0, known ? s.counters[id - 1] : GLASSBOX_NVTX_UNKNOWN_TEXT, 0});
+  s.events.back().counter_id = id;
+  s.events.back().value = value;
+}
+
 // ---- attaching ----
 
 // Fn names the NVTX slot's exact type, so a callback with the wrong signature
@@ -227,7 +253,7 @@ void copy_text(char (&out)[GLASSBOX_NVTX_TEXT_MAX], const std::string& text) {
 
 bool is_range_or_mark(const Event& e) {
   return e.kind != GLASSBOX_NVTX_DOMAIN_CREATE && e.kind != GLASSBOX_NVTX_REGISTER_STRING &&
-         e.kind != GLASSBOX_NVTX_NAME_CATEGORY;
+         e.kind != GLASSBOX_NVTX_NAME_CATEGORY && e.kind != GLASSBOX_NVTX_COUNTER_REGISTER;
 }
 
 }  // namespace
@@ -244,6 +270,21 @@ int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
   if (version != nullptr && version->struct_size >= sizeof(NvtxExportTableVersionInfo)) {
     version->SetInjectionNvtxVersion(NVTX_VERSION);  // NVTX asks tools to say which version they speak
   }
+  return 1;
+}
+
+// NVTX's entry point for extensions, once per module: takes the counters
+// extension's register and int64 sample; leaves the other modules (and the
+// counters' other calls) as no-ops. Exported by name: the header declares the
+// module's types with internal visibility, which a function taking them would
+// inherit.
+__attribute__((visibility("default"))) int InitializeInjectionNvtxExtension(nvtxExtModuleInfo_t* info) {
+  if (info == nullptr || info->moduleId != NVTX_EXT_COUNTERS_MODULEID) return 1;
+  if (info->segmentsCount < 1 || info->segments == nullptr) return 0;
+  nvtxExtModuleSegment_t& seg = info->segments[0];
+  if (seg.slotCount <= NVTX3EXT_CBID_nvtxCounterSampleInt64) return 0;
+  seg.functionSlots[NVTX3EXT_CBID_nvtxCounterRegister] = reinterpret_cast<intptr_t>(&counter_register);
+  seg.functionSlots[NVTX3EXT_CBID_nvtxCounterSampleInt64] = reinterpret_cast<intptr_t>(&counter_sample_int64);
   return 1;
 }
 
@@ -264,6 +305,8 @@ int glassbox_nvtx_capture_get(size_t i, struct glassbox_nvtx_event* out) {
   out->category = e.category;
   out->thread_id = e.thread_id;
   out->range_id = e.range_id;
+  out->counter_id = e.counter_id;
+  out->value = e.value;
   return 1;
 }
 

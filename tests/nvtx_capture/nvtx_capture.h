@@ -23,6 +23,8 @@ enum glassbox_nvtx_event_kind {
   GLASSBOX_NVTX_START = 6,
   GLASSBOX_NVTX_END = 7,
   GLASSBOX_NVTX_MARK = 8,
+  GLASSBOX_NVTX_COUNTER_REGISTER = 9, /* the counters extension */
+  GLASSBOX_NVTX_COUNTER_SAMPLE = 10,
 };
 
 /* Longer texts are cut to GLASSBOX_NVTX_TEXT_MAX - 1 characters. */
@@ -39,7 +41,9 @@ struct glassbox_nvtx_event {
   /* domain_create: the domain's name; register_string: the string;
    * name_category: the category's name; push, start, mark: the message, with
    * registered strings resolved to their text; pop, end: the message of the
-   * range closed ("" for a pop with nothing pushed, or an unknown end id). */
+   * range closed ("" for a pop with nothing pushed, or an unknown end id);
+   * counter_register: the counter's name; counter_sample: the name of the
+   * counter it samples (GLASSBOX_NVTX_UNKNOWN_TEXT for an id never handed out). */
   char message[GLASSBOX_NVTX_TEXT_MAX];
   uint32_t category;  /* name_category, push, start, mark; the closed range's for pop and end */
   uint64_t thread_id; /* the calling thread's OS id (gettid) */
@@ -47,13 +51,16 @@ struct glassbox_nvtx_event {
    * pushed ranges) and its pop reports the same one, so tests can pair them.
    * 0 for the other kinds and for a pop with nothing pushed. */
   uint64_t range_id;
+  /* counter_register: the id handed out; counter_sample: the id sampled. */
+  uint64_t counter_id;
+  int64_t value; /* counter_sample: the int64 sampled */
 };
 
 /* Number of events recorded so far. */
 size_t glassbox_nvtx_capture_count(void);
 /* Copies event `i` (in call order) to `out`; returns 0 if there is no such event. */
 int glassbox_nvtx_capture_get(size_t i, struct glassbox_nvtx_event* out);
-/* Forgets ranges and marks (push, pop, start, end, mark). Registrations stay:
+/* Forgets ranges, marks and counter samples. Registrations stay:
  * glassbox makes them once per process, so a test that cleared them could
  * never see them again. Open ranges stay open and still pair up later. */
 void glassbox_nvtx_capture_clear(void);

@@ -6,8 +6,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -26,6 +28,7 @@
 #include "glassbox/nvtx/range.hpp"
 #include "glassbox/sim/fake_handle.hpp"
 #include "glassbox/sim/sim_stream.hpp"
+#include "glassbox/trace/counter_track.hpp"
 #include "nvtx_capture.h"
 
 namespace {
@@ -299,17 +302,23 @@ TEST_F(NvtxCapture, AutogradNodeRangesAreNamedAfterTheNodeOnItsThread) {
   EXPECT_EQ(recorded(GLASSBOX_NVTX_POP, "AccumulateGrad").size(), 1u) << dump();
 }
 
+// A sim allocator whose frees all go to the shared lists (no thread cache).
+std::unique_ptr<glassbox::host_allocator::CachingHostAllocator> sim_allocator(glassbox::metrics::Registry& registry) {
+  namespace gha = glassbox::host_allocator;
+  gha::HostAllocatorOptions o;
+  o.config = gha::HostAllocatorConfig::parse("thread_cache:0");
+  o.registry = &registry;
+  return std::make_unique<gha::CachingHostAllocator>(std::make_shared<gha::SimHostBackend>(), o);
+}
+
 }  // namespace
 
 // The host allocator: a range around every backend allocation and free, and
 // around empty_cache; none on a cached allocate/free pair.
 TEST_F(NvtxCapture, HostAllocatorBackendCallsAndEmptyCacheAreRanges) {
-  namespace gha = glassbox::host_allocator;
   glassbox::metrics::Registry registry;
-  gha::HostAllocatorOptions o;
-  o.config = gha::HostAllocatorConfig::parse("thread_cache:0");
-  o.registry = &registry;
-  gha::CachingHostAllocator allocator(std::make_shared<glassbox::host_allocator::SimHostBackend>(), o);
+  auto allocator_owner = sim_allocator(registry);
+  auto& allocator = *allocator_owner;
   allocator.free(allocator.allocate(4096).ctx);  // new block: one backend_alloc
   allocator.free(allocator.allocate(4096).ctx);  // cached: no range
   allocator.empty_cache();                       // empty_cache around one backend_free
@@ -327,4 +336,54 @@ TEST_F(NvtxCapture, HostAllocatorBackendCallsAndEmptyCacheAreRanges) {
       EXPECT_EQ(e.category, id_of(Category::host_allocator));
     }
   }
+}
+
+namespace {
+
+// The id of the last counter registered under a name starting with `prefix`
+// (the newest allocator's; earlier tests may have made others), 0 if none.
+std::uint64_t last_counter(const std::vector<Event>& registered, std::string_view prefix) {
+  std::uint64_t id = 0;
+  for (const Event& e : registered) {
+    if (std::string_view(e.message).starts_with(prefix)) id = e.counter_id;
+  }
+  return id;
+}
+
+}  // namespace
+
+// The counter tracks reach a tool as NVTX counters (the counters extension):
+// one per track, registered in glassbox's domain, sampled with its values.
+TEST_F(NvtxCapture, PinnedBytesAndHandlesInUseAreNvtxCounters) {
+  glassbox::metrics::Registry registry;
+  auto allocator_owner = sim_allocator(registry);
+  auto& allocator = *allocator_owner;
+  auto pool = Pool::create(glassbox::sim::FakeHandleFactory("cublas"), registry);
+  pool->reserve(0);
+  constexpr std::int64_t kSize = 4 << 20;
+  auto block = allocator.allocate(kSize);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  allocator.free(block.ctx);
+  glassbox::trace::flush_counter_tracks();
+
+  auto registered = recorded_if([](const Event& e) { return e.kind == GLASSBOX_NVTX_COUNTER_REGISTER; });
+  const std::uint64_t reserved = last_counter(registered, "glassbox.host.reserved_bytes #");
+  const std::uint64_t cached = last_counter(registered, "glassbox.host.cached_bytes #");
+  const std::uint64_t handles = last_counter(registered, "glassbox.handles_in_use{library=cublas,device=0}");
+  ASSERT_NE(reserved, 0u) << dump();
+  ASSERT_NE(cached, 0u) << dump();
+  ASSERT_NE(handles, 0u) << dump();
+  for (const Event& e : registered) EXPECT_EQ(e.domain, kDomain);
+  auto samples_of = [&](std::uint64_t id) {
+    std::vector<std::int64_t> out;
+    for (const Event& e : recorded_if([&](const Event& e) { return e.kind == GLASSBOX_NVTX_COUNTER_SAMPLE; })) {
+      if (e.counter_id == id) out.push_back(e.value);
+    }
+    return out;
+  };
+  ASSERT_FALSE(samples_of(reserved).empty()) << dump();
+  EXPECT_EQ(samples_of(reserved).back(), kSize);
+  EXPECT_EQ(samples_of(cached).back(), kSize);  // freed: on the shared list
+  ASSERT_FALSE(samples_of(handles).empty()) << dump();
+  EXPECT_EQ(samples_of(handles).back(), 1);
 }

@@ -4,7 +4,10 @@
 // in the parent's slice and end in the child's. Failures are gtest failures.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -22,12 +25,29 @@ struct Slice {
   bool contains(double t) const { return t >= ts && t <= ts + dur; }
 };
 
+/// One point of a counter track ("C" event).
+struct CounterPoint {
+  double ts = 0;
+  std::int64_t value = 0;
+};
+
 struct TraceFile {
   nlohmann::json doc;
   std::vector<Slice> slices;
   std::map<std::uint64_t, std::string> thread_names;
   std::string process_name;
   std::size_t flows = 0;  ///< s/f pairs that connect a parent slice to a child slice
+  std::map<std::string, std::vector<CounterPoint>> counters;  ///< by track name, in file order
+
+  /// The track whose name starts with `prefix` (there must be one).
+  const std::vector<CounterPoint>& counter(const std::string& prefix) const {
+    for (const auto& [name, points] : counters) {
+      if (name.rfind(prefix, 0) == 0) return points;
+    }
+    static const std::vector<CounterPoint> none;
+    ADD_FAILURE() << "no counter track " << prefix;
+    return none;
+  }
 
   const Slice* by_span_id(const std::string& id) const {
     for (const auto& s : slices) {
@@ -36,6 +56,14 @@ struct TraceFile {
     return nullptr;
   }
 };
+
+/// A trace file path of this process and test, in the temporary directory.
+inline std::string test_trace_path(const std::string& prefix) {
+  return (std::filesystem::temp_directory_path() /
+          (prefix + std::to_string(::getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+           ".json"))
+      .string();
+}
 
 inline std::string read_all(const std::string& path) {
   std::ifstream in(path);
@@ -109,6 +137,17 @@ inline TraceFile read_trace_file(const std::string& path, std::uint64_t pid) {
         t.thread_names[e.at("tid").get<std::uint64_t>()] = name;
       else
         t.process_name = name;
+    } else if (ph == "C") {
+      // Perfetto draws one track per name and argument; the tracks' time is
+      // the spans' (microseconds), and each track's points come in time order.
+      EXPECT_EQ(e.at("cat"), "glassbox");
+      EXPECT_EQ(e.at("args").size(), 1u);
+      auto& points = t.counters[e.at("name").get<std::string>()];
+      CounterPoint p{e.at("ts").get<double>(), e.at("args").at("value").get<std::int64_t>()};
+      if (!points.empty()) {
+        EXPECT_GE(p.ts, points.back().ts + 1000.0 - 1e-3) << e.at("name") << ": two samples within a millisecond";
+      }
+      points.push_back(p);
     } else if (ph == "s" || ph == "f") {
       EXPECT_EQ(e.at("cat"), "glassbox.flow");
       EXPECT_TRUE(e.at("ts").is_number());

@@ -268,8 +268,9 @@ TEST(SimHostBackend, AnEventRecordedDuringCaptureFailsEveryPoll) {
 TEST(HostAllocatorConfig, EveryKeyParses) {
   auto c = gha::HostAllocatorConfig::parse(
       "background_thread:true,size_classes:pow2x4,use_host_register:true,register_threads:8,max_cached_bytes:512MiB,"
-      "thread_cache:0");
+      "thread_cache:0,nvtx_mem_regions:true");
   EXPECT_TRUE(c.background_thread);
+  EXPECT_TRUE(c.nvtx_mem_regions);
   EXPECT_EQ(c.size_classes, gha::SizeClassPolicy::pow2x4);
   EXPECT_TRUE(c.use_host_register);
   EXPECT_EQ(c.register_threads, 8);
@@ -279,13 +280,66 @@ TEST(HostAllocatorConfig, EveryKeyParses) {
   EXPECT_EQ(gha::HostAllocatorConfig::parse("").to_string(), gha::HostAllocatorConfig{}.to_string());
 }
 
+namespace {
+// A sim backend that records what mark_requested is told.
+class MarkingBackend final : public gha::HostBackend {
+ public:
+  struct Mark {
+    void* ptr;
+    std::size_t requested, block_bytes;
+  };
+  void* allocate(std::size_t bytes) override { return sim.allocate(bytes); }
+  void deallocate(void* ptr, std::size_t bytes) noexcept override { sim.deallocate(ptr, bytes); }
+  gha::EventId record_event(gha::StreamId stream) override { return sim.record_event(stream); }
+  gha::EventPoll query_event(gha::EventId event) noexcept override { return sim.query_event(event); }
+  void release_event(gha::EventId event) noexcept override { sim.release_event(event); }
+  gha::StreamId current_stream() const override { return sim.current_stream(); }
+  bool is_capturing(gha::StreamId stream) const override { return sim.is_capturing(stream); }
+  std::string name() const override { return "marking"; }
+  void mark_requested(void* ptr, std::size_t requested, std::size_t block_bytes) noexcept override {
+    marks.push_back({ptr, requested, block_bytes});
+  }
+  SimHostBackend sim;
+  std::vector<Mark> marks;
+};
+}  // namespace
+
+// nvtx_mem_regions: every hand-out, new block or cached, tells the backend
+// the bytes asked for; without it the backend hears nothing.
+TEST(HostAllocator, NvtxMemRegionsMarksEachHandOutsRequestedBytes) {
+  for (bool on : {true, false}) {
+    auto backend = std::make_shared<MarkingBackend>();
+    gha::HostAllocatorOptions o;
+    o.config = gha::HostAllocatorConfig::parse(on ? "nvtx_mem_regions:true" : "");
+    gm::Registry registry;
+    o.registry = &registry;
+    gha::CachingHostAllocator allocator(backend, o);
+    auto a = allocator.allocate(1000);
+    allocator.free(a.ctx);
+    auto b = allocator.allocate(600);  // the same 1024-byte block, from the cache
+    allocator.free(b.ctx);
+    if (!on) {
+      EXPECT_TRUE(backend->marks.empty());
+      continue;
+    }
+    ASSERT_EQ(backend->marks.size(), 2u);
+    EXPECT_EQ(backend->marks[0].ptr, a.ptr);
+    EXPECT_EQ(backend->marks[0].requested, 1000u);
+    EXPECT_EQ(backend->marks[0].block_bytes, 1024u);
+    EXPECT_EQ(backend->marks[1].ptr, a.ptr);
+    EXPECT_EQ(backend->marks[1].requested, 600u);
+  }
+}
+
 TEST(HostAllocatorConfig, BadKeysAndValuesSayWhatIsAccepted) {
   struct Case {
     const char* text;
     const char* expect;
   } cases[] = {
       {"colour:red",
-       "key one of background_thread, max_cached_bytes, oom_snapshot, register_threads, size_classes, thread_cache"},
+       "key one of background_thread, max_cached_bytes, nvtx_mem_regions, oom_snapshot, register_threads, "
+       "size_classes, "
+       "thread_cache"},
       {"background_thread", "expected key:value"},
       {"background_thread:maybe", "background_thread takes true or false"},
       {"size_classes:pow3", "size_classes takes pow2 or pow2x4"},

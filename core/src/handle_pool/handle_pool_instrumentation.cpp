@@ -37,6 +37,7 @@ PoolSeries PoolSeries::resolve(metrics::Registry& r, const std::string& library,
       r.histogram("glassbox_handle_create_seconds", "Time to create one library handle", labels,
                   metrics::exponential_buckets(1e-6, 4, 12))
           .with({library, dev}),
+      trace::CounterTrack("glassbox.handles_in_use{library=" + library + ",device=" + dev + "}"),
   };
 }
 

@@ -24,6 +24,7 @@
 
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/host_allocator/detail/biased_lock.hpp"
+#include "glassbox/trace/counter_track.hpp"
 #include "glassbox/trace/span.hpp"
 #include "spin_lock.hpp"
 
@@ -205,6 +206,29 @@ struct Metrics {
   std::map<unsigned, std::unique_ptr<ClassMetrics>> by_bucket;
 };
 
+// The allocator's counter tracks (trace file, NVTX), each named with the
+// allocator's id and told where the shared state changes, so the cached pair
+// of a thread cache touches none: reserved at a new block and a release;
+// cached (every pool's shared free lists) where a block leaves or joins them,
+// read from the atomics count_free() already keeps; active (reserved less
+// cached: in use, in a thread cache, or waiting on events, as ClassRecord
+// counts them) at both; the event backlog.
+struct Tracks {
+  Tracks(std::uint64_t allocator_id, const std::atomic<std::int64_t>& default_free_bytes);
+  void reserved_changed(std::int64_t bytes) noexcept;
+  void shared_lists_changed() noexcept {
+    cached.changed();
+    active.changed();
+  }
+
+  std::atomic<std::int64_t> reserved_bytes{0};
+  std::atomic<std::int64_t> private_free_bytes{0};  // private pools' shared lists
+  trace::CounterTrack reserved;
+  trace::CounterTrack cached;
+  trace::CounterTrack active;
+  trace::CounterTrack pending_events;
+};
+
 struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   Impl(std::shared_ptr<HostBackend> b, Options o);
   ~Impl();
@@ -228,6 +252,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   void return_free(Block* b, ThreadCache* tc);                 // tc: the caller's local_cache()
   void note_cached(std::size_t bytes);                         // a block of `bytes` went into a thread cache
   void count_free(const BlockPool& pool, std::int64_t bytes);  // on pool's shared lists: +bytes
+  void count_doomed(const BlockPool& pool, const Block& b);    // off them, to be deallocated
   // `stamped`: b->freed_tick is set already (see process_events).
   // `from_thread_cache`: the block was free already (drain_cache), not
   // handed out, so the handed-out count does not change.
@@ -358,6 +383,8 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   std::mutex background_mu;
   std::condition_variable background_cv;
   std::thread background;
+  // Last: its readers read the members above, from its first sample to its last.
+  Tracks tracks{id, default_free_bytes};
 };
 
 template <class Fn>

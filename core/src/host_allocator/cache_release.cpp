@@ -38,13 +38,23 @@ void CachingHostAllocator::Impl::deallocate(Block* b) {
   delete b;
 }
 
+// Off the shared lists and out of the reserved bytes together, so that the
+// active track (reserved less cached) does not jump while the block waits
+// for deallocate().
+void CachingHostAllocator::Impl::count_doomed(const BlockPool& pool, const Block& b) {
+  const auto size = static_cast<std::int64_t>(b.size);
+  tracks.reserved_bytes.fetch_sub(size, std::memory_order_relaxed);
+  count_free(pool, -size);
+  tracks.reserved.changed();
+}
+
 void CachingHostAllocator::Impl::take_free_blocks(BlockPool& pool, std::vector<Block*>& doomed) {
   for (auto& fl : pool.classes) {
     std::scoped_lock lock(fl.mu, pool.blocks_mu);
     for (Block* b : fl.blocks) {
       pool.blocks.erase(b);
       pool.by_ptr.erase(b->ptr);
-      count_free(pool, -static_cast<std::int64_t>(b->size));
+      count_doomed(pool, *b);
     }
     doomed.insert(doomed.end(), fl.blocks.begin(), fl.blocks.end());
     fl.blocks.clear();
@@ -123,7 +133,7 @@ void CachingHostAllocator::Impl::take_over_cap(std::vector<Block*>& doomed) {
     fl.blocks.erase(it);
     default_pool.blocks.erase(b);
     default_pool.by_ptr.erase(b->ptr);
-    count_free(default_pool, -static_cast<std::int64_t>(b->size));
+    count_doomed(default_pool, *b);
     doomed.push_back(b);
   }
 }

@@ -29,6 +29,28 @@ std::string pool_text(PoolId id) { return "(" + std::to_string(id.first) + "," +
 
 }  // namespace
 
+Tracks::Tracks(std::uint64_t allocator_id, const std::atomic<std::int64_t>& default_free_bytes)
+    : reserved("glassbox.host.reserved_bytes #" + std::to_string(allocator_id),
+               [this] { return reserved_bytes.load(std::memory_order_relaxed); }),
+      cached("glassbox.host.cached_bytes #" + std::to_string(allocator_id),
+             [this, &default_free_bytes] {
+               return default_free_bytes.load(std::memory_order_relaxed) +
+                      private_free_bytes.load(std::memory_order_relaxed);
+             }),
+      active("glassbox.host.active_bytes #" + std::to_string(allocator_id),
+             [this, &default_free_bytes] {
+               return reserved_bytes.load(std::memory_order_relaxed) -
+                      default_free_bytes.load(std::memory_order_relaxed) -
+                      private_free_bytes.load(std::memory_order_relaxed);
+             }),
+      pending_events("glassbox.host.pending_events #" + std::to_string(allocator_id)) {}
+
+void Tracks::reserved_changed(std::int64_t bytes) noexcept {
+  reserved_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  reserved.changed();
+  active.changed();
+}
+
 CachingHostAllocator::Impl::Impl(std::shared_ptr<HostBackend> b, Options o)
     : backend(std::move(b)),
       config(o.config),
@@ -109,6 +131,8 @@ void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool h
   b->use.store(Block::kHandedOut, std::memory_order_relaxed);
   b->captured = captured;
   b->requested.store(size, std::memory_order_relaxed);
+  if (config.nvtx_mem_regions) [[unlikely]]
+    backend->mark_requested(b->ptr, size, b->size);
   ThreadCache* tc = local_cache();
   if (!hit) {
     class_counts(b->cls).misses.inc();
@@ -286,6 +310,7 @@ Block* CachingHostAllocator::Impl::create_block(std::size_t size, std::uint32_t 
   r.active_requests.increase(1);
   r.active_bytes.increase(static_cast<std::int64_t>(rounded));
   count_handed_out(r);
+  tracks.reserved_changed(static_cast<std::int64_t>(rounded));
   return b;
 }
 
@@ -355,6 +380,7 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
     pool.pending.fetch_add(static_cast<std::int64_t>(events.size()), std::memory_order_relaxed);
   }
   m.pending_events.add(static_cast<std::int64_t>(events.size()));
+  tracks.pending_events.add(static_cast<std::int64_t>(events.size()));
   if (config.background_thread) background_cv.notify_one();
   if (failure) std::rethrow_exception(failure);
 }
@@ -414,7 +440,12 @@ void CachingHostAllocator::Impl::note_cached(std::size_t bytes) {
 }
 
 void CachingHostAllocator::Impl::count_free(const BlockPool& pool, std::int64_t bytes) {
-  if (&pool == &default_pool) default_free_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  if (&pool == &default_pool) {
+    default_free_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  } else {
+    tracks.private_free_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  tracks.shared_lists_changed();
 }
 
 BlockPool& CachingHostAllocator::Impl::pool_of(const Block* b) {

@@ -3,9 +3,7 @@
 #include <cuda.h>
 
 #include <cstdlib>
-#include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "glassbox/cuda/current_stream.hpp"
@@ -63,16 +61,21 @@ std::size_t parse_workspace_config(const std::string& v) {
   return total;
 }
 
-void* workspace_for(cublasHandle_t h, cudaStream_t s, int device) {
-  static std::mutex mu;
-  static auto* spaces = new std::map<std::pair<cublasHandle_t, cudaStream_t>, void*>;
-  std::lock_guard lock(mu);
-  void*& ws = (*spaces)[{h, s}];
-  if (ws == nullptr) {
-    cuda::DeviceGuard guard(device);
-    cuda::check_cuda(cudaMalloc(&ws, cublas_workspace_bytes()), "cudaMalloc (cuBLAS workspace)");
-  }
-  return ws;
+// Leaked, as the pools: handles may be bound after static destruction began.
+WorkspaceTable& cublas_workspaces() {
+  static auto* table = new WorkspaceTable("cublas", cublas_workspace_bytes(),
+                                          {[](int device, std::size_t bytes) {
+                                             cuda::DeviceGuard guard(device);
+                                             void* p = nullptr;
+                                             cuda::check_cuda(cudaMalloc(&p, bytes), "cudaMalloc (cuBLAS workspace)");
+                                             return p;
+                                           },
+                                           // cudaFree waits for the device, so work queued on the workspace ends first.
+                                           [](int device, void* p) {
+                                             cuda::DeviceGuard guard(device);
+                                             cudaFree(p);
+                                           }});
+  return *table;
 }
 
 }  // namespace
@@ -98,7 +101,7 @@ void bind_cublas(cublasHandle_t h, cudaStream_t stream, int device) {
   cuda::DeviceGuard guard(device);
   cuda::check_cublas(cublasSetStream(h, stream), "cublasSetStream");
   // cublasSetStream drops any user workspace, so set ours after it.
-  cuda::check_cublas(cublasSetWorkspace(h, workspace_for(h, stream, device), cublas_workspace_bytes()),
+  cuda::check_cublas(cublasSetWorkspace(h, cublas_workspaces().bind(h, stream, device), cublas_workspace_bytes()),
                      "cublasSetWorkspace");
 }
 
@@ -173,6 +176,14 @@ cublasHandle_t current_cublas_handle(int device, cudaStream_t stream) {
 cublasHandle_t current_cublas_handle() { return current_cublas_handle(cuda::current_device(), cuda::current_stream()); }
 
 cublasLtHandle_t current_cublaslt_handle(int device) { return cublaslt_pool().reserve(device); }
+
+std::size_t cublas_workspaces_held(int device) { return cublas_workspaces().bytes(device); }
+
+std::size_t release_idle_cublas_workspaces() {
+  return cublas_workspaces().release_idle([](int device, WorkspaceTable::Handle h) {
+    return cublas_pool().idle(device, static_cast<cublasHandle_t>(const_cast<void*>(h)));
+  });
+}
 
 cudnnHandle_t current_cudnn_handle(int device, cudaStream_t stream) {
   const auto& last = tl_last_cudnn;

@@ -13,6 +13,7 @@
 #include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/cuda/current_stream.hpp"
 #include "glassbox/error.hpp"
+#include "nvtx_mem_regions.hpp"
 
 namespace glassbox::cuda {
 
@@ -172,7 +173,10 @@ struct CudaHostBackend::SpareEvent {
 thread_local CudaHostBackend::SpareEvent CudaHostBackend::spare_;
 
 CudaHostBackend::CudaHostBackend(bool use_host_register, int register_threads)
-    : serial_(next_backend_serial()), use_host_register_(use_host_register), register_threads_(register_threads) {
+    : serial_(next_backend_serial()),
+      use_host_register_(use_host_register),
+      register_threads_(register_threads),
+      regions_(std::make_unique<NvtxMemRegions>()) {
   LiveBackends& live = live_backends();
   std::lock_guard lock(live.mu);
   live.by_serial.emplace(serial_, this);
@@ -238,8 +242,13 @@ void report_release_failure(cudaError_t e, const char* call) noexcept {
 }
 }  // namespace
 
+void CudaHostBackend::mark_requested(void* ptr, std::size_t requested, std::size_t block_bytes) noexcept {
+  regions_->mark(ptr, requested, block_bytes);
+}
+
 void CudaHostBackend::deallocate(void* ptr, std::size_t) noexcept {
   RelaxedCaptureMode relaxed;
+  regions_->forget(ptr);
   if (use_host_register_) {
     report_release_failure(cudaHostUnregister(ptr), "cudaHostUnregister");
     std::free(ptr);

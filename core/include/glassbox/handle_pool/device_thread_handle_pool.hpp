@@ -27,6 +27,7 @@
 //   int device_count() const;                      // valid devices are [0, count)
 //   handle_type create(int device);                // may throw
 //   void destroy(int device, handle_type) noexcept;
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -68,7 +69,7 @@ class DeviceThreadHandlePool : public std::enable_shared_from_this<DeviceThreadH
   ~DeviceThreadHandlePool() {
     for (auto& [device, slot] : devices_) {
       for (handle_type h : slot.created) factory_.destroy(device, h);
-      slot.series.in_use.sub(static_cast<double>(slot.in_use));
+      slot.series.in_use_changed(-static_cast<double>(slot.in_use), 0);
       slot.series.available.sub(static_cast<double>(slot.available.size()));
     }
   }
@@ -94,6 +95,14 @@ class DeviceThreadHandlePool : public std::enable_shared_from_this<DeviceThreadH
     if (it == devices_.end()) return {};
     const DeviceSlot& s = it->second;
     return {s.created.size(), s.in_use, s.available.size(), s.high_water_mark};
+  }
+
+  /// Whether `h` waits in the pool for `device`, lent to no thread.
+  bool idle(int device, const handle_type& h) const {
+    std::lock_guard lock(mu_);
+    auto it = devices_.find(device);
+    return it != devices_.end() &&
+           std::find(it->second.available.begin(), it->second.available.end(), h) != it->second.available.end();
   }
 
   const Factory& factory() const noexcept { return factory_; }
@@ -182,7 +191,7 @@ class DeviceThreadHandlePool : public std::enable_shared_from_this<DeviceThreadH
     std::unique_lock lock(mu_);
     DeviceSlot& s = device_slot(device);
     ++s.in_use;
-    s.series.in_use.add(1);
+    s.series.in_use_changed(1, s.in_use);
     if (!s.available.empty()) {
       handle_type h = s.available.back();
       s.available.pop_back();
@@ -213,7 +222,7 @@ class DeviceThreadHandlePool : public std::enable_shared_from_this<DeviceThreadH
       scope.failed(e.what());
       std::lock_guard lock(mu_);
       --s.in_use;
-      s.series.in_use.sub(1);
+      s.series.in_use_changed(-1, s.in_use);
       throw;
     }
   }
@@ -226,7 +235,7 @@ class DeviceThreadHandlePool : public std::enable_shared_from_this<DeviceThreadH
       s.available.push_back(w.slots[d].handle);
       --s.in_use;
       s.series.available.add(1);
-      s.series.in_use.sub(1);
+      s.series.in_use_changed(-1, s.in_use);
     }
     w.slots.clear();
   }

@@ -8,6 +8,7 @@
 
 #include "glassbox/metrics/registry.hpp"
 #include "glassbox/nvtx/range.hpp"
+#include "glassbox/trace/counter_track.hpp"
 #include "glassbox/trace/span.hpp"
 
 namespace glassbox::handle_pool {
@@ -18,6 +19,16 @@ struct PoolSeries {
   metrics::Gauge available;
   metrics::Gauge high_water_mark;
   metrics::Histogram create_seconds;
+  /// Handles lent, as a counter track (trace file, NVTX):
+  /// "glassbox.handles_in_use{library=...,device=...}".
+  trace::CounterTrack in_use_track;
+
+  /// Both the gauge and the track; call under the pool's mutex, so the track
+  /// gets the values in order.
+  void in_use_changed(double delta, std::size_t in_use_now) {
+    in_use.add(delta);
+    in_use_track.set(static_cast<std::int64_t>(in_use_now));
+  }
 
   static PoolSeries resolve(metrics::Registry& registry, const std::string& library, int device);
 };

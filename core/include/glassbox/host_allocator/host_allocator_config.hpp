@@ -13,6 +13,12 @@ namespace glassbox::host_allocator {
 struct HostAllocatorConfig {
   /// Process pending events on a background thread instead of in allocate().
   bool background_thread = false;
+  /// Tell the backend each hand-out's requested bytes (mark_requested): on
+  /// CUDA an NVTX memory region per block, so compute-sanitizer's memcheck
+  /// flags reads into the rounding slack past the request. Off by default:
+  /// it costs two NVTX calls and a lock per allocate. Next to
+  /// background_thread, which allocate() reads too: one cache line for both.
+  bool nvtx_mem_regions = false;
   SizeClassPolicy size_classes = SizeClassPolicy::pow2;
   /// CUDA backend: malloc + cudaHostRegister instead of cudaHostAlloc, with
   /// the pages first touched by `register_threads` threads (large blocks).

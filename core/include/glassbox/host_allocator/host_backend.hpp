@@ -2,7 +2,8 @@
 // What the caching host allocator needs from a device runtime: pinned host
 // memory, events recorded on streams, and stream capture state. Called only
 // on slow paths (a new block, a free with recorded streams, event polling),
-// so a virtual interface costs nothing measurable.
+// so a virtual interface costs nothing measurable; mark_requested, on every
+// hand-out, only when the config asks for it (nvtx_mem_regions).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -42,6 +43,11 @@ class HostBackend {
   virtual StreamId current_stream() const = 0;
   virtual bool is_capturing(StreamId stream) const = 0;
   virtual std::string name() const = 0;
+  /// The block at `ptr` (of `block_bytes`) is handed out for `requested`
+  /// bytes: a backend may tell a tool where the request ends (CUDA: an NVTX
+  /// memory region, for compute-sanitizer). Called only with
+  /// nvtx_mem_regions:true in the config.
+  virtual void mark_requested(void* /*ptr*/, std::size_t /*requested*/, std::size_t /*block_bytes*/) noexcept {}
 };
 
 }  // namespace glassbox::host_allocator

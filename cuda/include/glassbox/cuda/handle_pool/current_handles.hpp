@@ -14,6 +14,7 @@
 // current (as PyTorch's getters do; cuBLAS and cuDNN want one).
 #include "glassbox/cuda/handle_pool/cuda_handle_factories.hpp"
 #include "glassbox/handle_pool/device_thread_handle_pool.hpp"
+#include "glassbox/handle_pool/workspace_table.hpp"
 
 namespace glassbox::handle_pool {
 
@@ -34,5 +35,15 @@ cudnnHandle_t current_cudnn_handle();
 /// Bytes of the per-(handle, stream) cuBLAS workspace: CUBLAS_WORKSPACE_CONFIG
 /// (":KiB:count" pairs, summed) or 32 MiB. A malformed value throws ConfigError.
 std::size_t cublas_workspace_bytes();
+
+/// Frees the cuBLAS workspaces no thread can be using: those of handles since
+/// bound to another stream, and of handles back in the pool (their thread
+/// exited). Safe while other threads get and use handles; a thread's next
+/// call on a stream whose workspace went makes it a new one. Waits for the
+/// device (cudaFree). Returns the bytes freed; glassbox_handle_workspace_bytes
+/// {library="cublas"} shows what is held.
+std::size_t release_idle_cublas_workspaces();
+/// Bytes of cuBLAS workspace held now on `device`.
+std::size_t cublas_workspaces_held(int device);
 
 }  // namespace glassbox::handle_pool

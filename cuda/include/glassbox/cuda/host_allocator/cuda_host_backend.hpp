@@ -17,6 +17,8 @@
 
 namespace glassbox::cuda {
 
+class NvtxMemRegions;  // cuda/src/host_allocator/nvtx_mem_regions.hpp
+
 class CudaHostBackend final : public host_allocator::HostBackend {
  public:
   /// `register_threads` threads touch a large block's pages before
@@ -33,6 +35,7 @@ class CudaHostBackend final : public host_allocator::HostBackend {
   host_allocator::StreamId current_stream() const override;
   bool is_capturing(host_allocator::StreamId stream) const override;
   std::string name() const override { return "cuda"; }
+  void mark_requested(void* ptr, std::size_t requested, std::size_t block_bytes) noexcept override;
   /// Events this backend has created: each is reused once its poll finds it
   /// complete, so this stays near the most ever pending at once.
   std::size_t events_created() const;
@@ -61,6 +64,7 @@ class CudaHostBackend final : public host_allocator::HostBackend {
   mutable std::mutex mu_;
   std::vector<std::vector<PooledEvent*>> free_events_;  // per device
   std::vector<std::unique_ptr<PooledEvent>> all_events_;
+  const std::unique_ptr<NvtxMemRegions> regions_;  // blocks marked by mark_requested()
 };
 
 /// The process-wide pinned-memory allocator on the CUDA backend, configured
