@@ -50,12 +50,20 @@ at::DataPtr TorchHostAllocator::allocate(size_t size) {
   return {a.ptr, a.ctx, &free_block, at::Device(at::DeviceType::CPU)};
 }
 
+// PyTorch's copy kernel asks about pageable memory too: not ours, and no
+// misuse, so it is passed on (PyTorch's own blocks from before install())
+// or answered false, as PyTorch answers, without counting an error.
 bool TorchHostAllocator::record_event(void* ptr, void* ctx, c10::Stream stream) {
-  try {
-    return allocator_.record_stream(ptr, ctx, to_stream_id(stream));
-  } catch (const UsageError&) {
-    return previous_ != nullptr && previous_->record_event(ptr, ctx, stream);
+  using Outcome = host_allocator::CachingHostAllocator::RecordOutcome;
+  switch (allocator_.try_record_stream(ptr, ctx, to_stream_id(stream))) {
+    case Outcome::recorded:
+      return true;
+    case Outcome::freed:
+      return false;  // counted: glassbox_host_usage_errors_total{error="record_stream_after_free"}
+    case Outcome::unknown_memory:
+      break;
   }
+  return previous_ != nullptr && previous_->record_event(ptr, ctx, stream);
 }
 
 void TorchHostAllocator::empty_cache() {

@@ -124,11 +124,14 @@ class Paths(unittest.TestCase):
         torch.cuda.synchronize()
 
     def test_non_blocking_copy_of_pageable_memory_still_works(self):
-        # PyTorch calls record_event for it too; ours answers false, as PyTorch's.
+        # PyTorch calls record_event for it too; ours answers false, as
+        # PyTorch's, and counts no usage error: it is no misuse.
+        errors = metric(scrape(), "glassbox_host_usage_errors_total")
         pageable = torch.full((1000,), 5.0)
         dev = pageable.to("cuda", non_blocking=True)
         torch.cuda.synchronize()
         self.assertEqual(float(dev[0]), 5.0)
+        self.assertEqual(metric(scrape(), "glassbox_host_usage_errors_total"), errors)
 
     def test_host_memory_stats_reports_ours(self):
         keep = torch.empty(3 << 20, dtype=torch.uint8, pin_memory=True)

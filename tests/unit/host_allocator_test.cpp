@@ -111,6 +111,27 @@ TEST(HostAllocator, RecordStreamOnNoLiveAllocationThrowsNamingThePointer) {
   expect_refused(a.ptr, a.ctx);  // freed and returned to the system
 }
 
+// For callers that ask about any memory (PyTorch's copy kernel asks about
+// pageable memory too): memory never ours is an answer, not a usage error;
+// a freed block still counts as one.
+TEST(HostAllocator, TryRecordStreamAnswersAndCountsOnlyMisuse) {
+  using Outcome = gha::CachingHostAllocator::RecordOutcome;
+  Fixture f;
+  SimStream s;
+  const auto id = SimHostBackend::id(s);
+  int not_ours = 0;
+  EXPECT_EQ(f.allocator->try_record_stream(&not_ours, &not_ours, id), Outcome::unknown_memory);
+  auto a = f.allocator->allocate(64);
+  EXPECT_EQ(f.allocator->try_record_stream(a.ptr, a.ctx, id), Outcome::recorded);
+  f.allocator->free(a.ctx);
+  EXPECT_EQ(f.allocator->try_record_stream(a.ptr, a.ctx, id), Outcome::freed);
+  EXPECT_EQ(f.metric("glassbox_host_usage_errors_total", {{"error", "record_stream_unknown_memory"}}), 0);
+  EXPECT_EQ(f.metric("glassbox_host_usage_errors_total", {{"error", "record_stream_after_free"}}), 1);
+  EXPECT_THROW(f.allocator->record_stream(&not_ours, nullptr, id), glassbox::UsageError);
+  EXPECT_EQ(f.metric("glassbox_host_usage_errors_total", {{"error", "record_stream_unknown_memory"}}), 1);
+  s.run_until_blocked();
+}
+
 // Used during capture means recorded on a capturing stream too, not only
 // allocated during capture: the captured copy reads the block at every
 // replay, long after any event recorded at free() has completed.

@@ -486,18 +486,22 @@ Block* CachingHostAllocator::Impl::find_block(void* ptr, void* ctx) {
 }
 
 bool CachingHostAllocator::record_stream(void* ptr, void* ctx, StreamId stream) {
+  const RecordOutcome outcome = try_record_stream(ptr, ctx, stream);
+  if (outcome == RecordOutcome::recorded) return true;
+  std::ostringstream m;
+  m << "glassbox host allocator: record_stream(" << ptr << ") on memory that "
+    << (outcome == RecordOutcome::freed
+            ? "was freed (before this call, or by a free() racing it)"
+            : "is no allocation of this allocator (never was, or freed and returned to the system)")
+    << "; a stream may only use a block between allocate() and free()";
+  if (outcome == RecordOutcome::unknown_memory) impl_->m.record_unknown.inc();
+  throw UsageError(m.str());
+}
+
+CachingHostAllocator::RecordOutcome CachingHostAllocator::try_record_stream(void* ptr, void* ctx, StreamId stream) {
   Impl& a = *impl_;
-  auto refuse = [&](const char* why) {
-    std::ostringstream m;
-    m << "glassbox host allocator: record_stream(" << ptr << ") on memory that " << why
-      << "; a stream may only use a block between allocate() and free()";
-    return UsageError(m.str());
-  };
   Block* b = a.find_block(ptr, ctx);
-  if (b == nullptr) {
-    a.m.record_unknown.inc();
-    throw refuse("is no allocation of this allocator (never was, or freed and returned to the system)");
-  }
+  if (b == nullptr) return RecordOutcome::unknown_memory;
   // A captured use reads the block at every replay of the graph. Captures
   // that allocate to no private pool are not looked for here (as PyTorch),
   // which keeps the record path free of a driver call; free() looks.
@@ -510,12 +514,12 @@ bool CachingHostAllocator::record_stream(void* ptr, void* ctx, StreamId stream) 
   do {
     if ((use & Block::kHandedOut) == 0) {
       a.m.record_after_free.inc();
-      throw refuse("was freed (before this call, or by a free() racing it)");
+      return RecordOutcome::freed;
     }
   } while (!b->use.compare_exchange_weak(use, use | Block::kOnStreams, std::memory_order_acq_rel));
   b->captured = b->captured || capturing;
   if (std::find(b->streams.begin(), b->streams.end(), stream) == b->streams.end()) b->streams.push_back(stream);
-  return true;
+  return RecordOutcome::recorded;
 }
 
 void CachingHostAllocator::begin_allocate_to_pool(PoolId id, std::function<bool(StreamId)> filter) {

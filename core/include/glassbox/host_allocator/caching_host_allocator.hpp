@@ -124,6 +124,13 @@ class CachingHostAllocator {
   /// racing free(), or never from here), counted in
   /// glassbox_host_usage_errors_total{error}.
   bool record_stream(void* ptr, void* ctx, StreamId stream);
+  /// What try_record_stream() did.
+  enum class RecordOutcome { recorded, unknown_memory, freed };
+  /// record_stream() that answers instead of throwing, for callers that ask
+  /// about any memory, as PyTorch's copy kernel asks its host allocator about
+  /// pageable memory too: `unknown_memory` (no allocation of this allocator)
+  /// is not counted, `freed` is, as record_stream()'s.
+  RecordOutcome try_record_stream(void* ptr, void* ctx, StreamId stream);
 
   /// Polls the default pool's pending events, oldest first, stopping at the
   /// first that has not completed, then trims the cache to max_cached_bytes.

@@ -6,9 +6,9 @@
 //
 // Where PyTorch's allocator answers false, this one does too: record_event on
 // memory it did not hand out (a non_blocking copy of pageable memory calls it
-// for every copy) returns false rather than throwing; the core allocator
-// counts each in glassbox_host_usage_errors_total{error="record_stream_unknown_memory"}.
-// Such a record is passed on to `previous` (PyTorch's allocator, when
+// for every copy) returns false rather than throwing, and counts no usage
+// error: it is no misuse (CachingHostAllocator::try_record_stream). Such a
+// record is passed on to `previous` (PyTorch's allocator, when
 // installed after it had handed out pinned memory), whose blocks stay its own.
 //
 // Thread-safety: as CachingHostAllocator, every member from any thread.
