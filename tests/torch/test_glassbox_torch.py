@@ -113,6 +113,27 @@ class Paths(unittest.TestCase):
         torch.cuda.synchronize()
         self.assertEqual(float(dev[-1]), 7.0)
 
+    def test_a_freed_block_comes_back_unless_a_queued_copy_reads_it(self):
+        # The behaviour test_cuda.py's pinned-memory caching test checks of
+        # PyTorch's allocator, written here for ours.
+        first = torch.full((256,), 1.0).pin_memory()
+        ptr = first.data_ptr()
+        del first
+        again = torch.full((256,), 2.0).pin_memory()
+        self.assertEqual(again.data_ptr(), ptr, "a freed block is reused by the next request of its size")
+        dev = torch.zeros(256, device="cuda")
+        stall()
+        dev.copy_(again, non_blocking=True)
+        del again
+        later = torch.full((256,), 3.0).pin_memory()
+        self.assertNotEqual(later.data_ptr(), ptr, "reused while the queued copy still reads it")
+        torch.cuda.synchronize()
+        self.assertEqual(float(dev[0]), 2.0)
+
+    def test_pinning_a_non_contiguous_tensor_keeps_its_values(self):
+        x = torch.arange(0, 10).view((2, 5)).t()
+        self.assertTrue(torch.equal(x.pin_memory(), x))
+
     def test_non_blocking_d2h_copy_records_an_event(self):
         dev = torch.full((1 << 20,), 3.0, device="cuda")
         host = torch.empty(1 << 20, pin_memory=True)
