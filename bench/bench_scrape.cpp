@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "glassbox/exporters/detail/exposition_text.hpp"
+#include "glassbox/exporters/detail/openmetrics.hpp"
 #include "glassbox/metrics/registry.hpp"
 
 namespace {
@@ -72,6 +73,20 @@ void BM_ScrapeText1000Series(benchmark::State& state) {
   state.counters["bytes"] = static_cast<double>(bytes);
 }
 BENCHMARK(BM_ScrapeText1000Series)->Unit(benchmark::kMicrosecond);
+
+// The same scrape for a scraper that asks for OpenMetrics (exemplars).
+void BM_ScrapeOpenMetrics1000Series(benchmark::State& state) {
+  const gm::Registry& registry = thousand_series();
+  std::size_t bytes = 0;
+  for (auto _ : state) {
+    std::string text = glassbox::exporters::detail::openmetrics_text(registry.snapshot());
+    bytes = text.size();
+    benchmark::DoNotOptimize(text.data());
+  }
+  state.counters["series"] = kSeries;
+  state.counters["bytes"] = static_cast<double>(bytes);
+}
+BENCHMARK(BM_ScrapeOpenMetrics1000Series)->Unit(benchmark::kMicrosecond);
 
 void BM_Snapshot1000Series(benchmark::State& state) {
   const gm::Registry& registry = thousand_series();
