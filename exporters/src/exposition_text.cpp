@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sixteen_digits.hpp"
+
 namespace glassbox::exporters::detail {
 
 namespace {
@@ -22,22 +24,13 @@ class TextWriter {
   void raw(std::string_view s) { out_.append(s); }
   void ch(char c) { out_.push_back(c); }
 
-  // 16 significant digits, as the stream prometheus-cpp writes to. Most
-  // values are whole (counts, bytes): those take the integer path, which
-  // writes the same digits several times faster.
   void number(double v) {
     if (std::isnan(v)) return raw("Nan");
     if (std::isinf(v)) return raw(v < 0 ? "-Inf" : "+Inf");
-    constexpr double kExact = 9007199254740992.0;  // 2^53: every whole double below is exact, 16 digits
-    if (v == std::trunc(v) && std::fabs(v) < kExact && !(v == 0 && std::signbit(v))) {
-      return number_int(static_cast<std::int64_t>(v));
-    }
     char buf[32];
-    auto end = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 16).ptr;
-    out_.append(buf, end);
+    out_.append(buf, sixteen_digits(buf, v));
   }
   void number(std::uint64_t v) { integer(v); }
-  void number_int(std::int64_t v) { integer(v); }
 
   // Label values escape backslash, quote and newline; help text backslash and newline.
   void escaped(std::string_view s, bool quotes) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "glassbox/exporters/detail/http_request_head.hpp"
+#include "sixteen_digits.hpp"
 
 namespace glassbox::exporters::detail {
 
@@ -123,7 +124,8 @@ void write_number(std::string& out, double v) {
   } else if (std::isinf(v)) {
     out += v > 0 ? "+Inf" : "-Inf";
   } else {
-    write_chars(out, v, std::chars_format::general, 16);
+    char buffer[32];
+    out.append(buffer, sixteen_digits(buffer, v));
   }
 }
 
