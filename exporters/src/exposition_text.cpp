@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "scrape_size.hpp"
 #include "sixteen_digits.hpp"
 
 namespace glassbox::exporters::detail {
@@ -163,9 +164,7 @@ void family_lines(TextWriter& w, const metrics::FamilySnapshot& f) {
 
 std::string exposition_text(const metrics::Snapshot& snapshot) {
   std::string out;
-  std::size_t lines = 0;
-  for (const auto& f : snapshot) lines += 2 + f.series.size() * (f.type == metrics::MetricType::histogram ? 16 : 1);
-  out.reserve(lines * 64);
+  out.reserve(scrape_size(snapshot));
   TextWriter w(out);
   for (const auto& f : snapshot) {
     if (!f.series.empty()) family_lines(w, f);  // declared, nothing recorded yet: left out

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "glassbox/exporters/detail/http_request_head.hpp"
+#include "scrape_size.hpp"
 #include "sixteen_digits.hpp"
 
 namespace glassbox::exporters::detail {
@@ -257,6 +258,7 @@ bool accepts_openmetrics(std::string_view accept) {
 
 std::string openmetrics_text(const metrics::Snapshot& snapshot) {
   std::string out;
+  out.reserve(scrape_size(snapshot));
   for (const auto& f : snapshot) {
     if (!f.series.empty()) write_family(out, f);
   }
