@@ -266,6 +266,7 @@ Snapshot Registry::snapshot() const {
   }
   Snapshot out;
   std::lock_guard lock(mu_);
+  out.reserve(families_.size());
   auto threads = detail::lock_threads();
   for (const auto& [name, fam] : families_) {
     FamilySnapshot f{fam->info().name, fam->info().help, fam->type(), {}};
