@@ -76,7 +76,8 @@ std::size_t utf8_sequence(std::string_view s) {
 // bytes that are not UTF-8 replaced, so the line stays one valid line.
 void write_escaped(std::string& out, std::string_view s) {
   // Most values are plain ASCII with nothing to escape: one append.
-  if (std::all_of(s.begin(), s.end(), [](char c) { return c != '\\' && c != '"' && c != '\n' && c > 0; })) {
+  auto plain = [](char c) { return c != '\\' && c != '"' && c != '\n' && static_cast<unsigned char>(c) < 0x80; };
+  if (std::all_of(s.begin(), s.end(), plain)) {
     out.append(s);
     return;
   }
