@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "glassbox/exporters/detail/exposition_text.hpp"
+#include "glassbox/exporters/detail/openmetrics.hpp"
 #include "glassbox/metrics/registry.hpp"
 
 namespace {
@@ -60,18 +61,27 @@ gm::Registry& thousand_series() {
   return registry;
 }
 
-void BM_ScrapeText1000Series(benchmark::State& state) {
+// One scrape as the handler serves it: the snapshot, then its text.
+void scrape(benchmark::State& state, std::string (*serialize)(const gm::Snapshot&)) {
   const gm::Registry& registry = thousand_series();
   std::size_t bytes = 0;
   for (auto _ : state) {
-    std::string text = glassbox::exporters::detail::exposition_text(registry.snapshot());
+    std::string text = serialize(registry.snapshot());
     bytes = text.size();
     benchmark::DoNotOptimize(text.data());
   }
   state.counters["series"] = kSeries;
   state.counters["bytes"] = static_cast<double>(bytes);
 }
+
+void BM_ScrapeText1000Series(benchmark::State& state) { scrape(state, glassbox::exporters::detail::exposition_text); }
 BENCHMARK(BM_ScrapeText1000Series)->Unit(benchmark::kMicrosecond);
+
+// The same scrape for a scraper that asks for OpenMetrics (exemplars).
+void BM_ScrapeOpenMetrics1000Series(benchmark::State& state) {
+  scrape(state, glassbox::exporters::detail::openmetrics_text);
+}
+BENCHMARK(BM_ScrapeOpenMetrics1000Series)->Unit(benchmark::kMicrosecond);
 
 void BM_Snapshot1000Series(benchmark::State& state) {
   const gm::Registry& registry = thousand_series();

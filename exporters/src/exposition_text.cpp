@@ -6,6 +6,9 @@
 #include <string_view>
 #include <vector>
 
+#include "scrape_size.hpp"
+#include "sixteen_digits.hpp"
+
 namespace glassbox::exporters::detail {
 
 namespace {
@@ -22,25 +25,18 @@ class TextWriter {
   void raw(std::string_view s) { out_.append(s); }
   void ch(char c) { out_.push_back(c); }
 
-  // 16 significant digits, as the stream prometheus-cpp writes to. Most
-  // values are whole (counts, bytes): those take the integer path, which
-  // writes the same digits several times faster.
   void number(double v) {
     if (std::isnan(v)) return raw("Nan");
     if (std::isinf(v)) return raw(v < 0 ? "-Inf" : "+Inf");
-    constexpr double kExact = 9007199254740992.0;  // 2^53: every whole double below is exact, 16 digits
-    if (v == std::trunc(v) && std::fabs(v) < kExact && !(v == 0 && std::signbit(v))) {
-      return number_int(static_cast<std::int64_t>(v));
-    }
     char buf[32];
-    auto end = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 16).ptr;
-    out_.append(buf, end);
+    out_.append(buf, sixteen_digits(buf, v));
   }
   void number(std::uint64_t v) { integer(v); }
-  void number_int(std::int64_t v) { integer(v); }
 
   // Label values escape backslash, quote and newline; help text backslash and newline.
   void escaped(std::string_view s, bool quotes) {
+    // Most values need no escape: one append instead of a push per byte.
+    if (s.find_first_of(quotes ? std::string_view("\\\n\"") : std::string_view("\\\n")) == s.npos) return raw(s);
     for (char c : s) {
       if (c == '\\') {
         raw("\\\\");
@@ -77,12 +73,11 @@ const char* type_name(metrics::MetricType t) {
   return "untyped";
 }
 
-// name{k="v",...,le="bound"}: `le` (the bound as written) only for histogram buckets.
-void series_name(TextWriter& w, std::string_view name, std::string_view suffix, const metrics::LabelPairs& labels,
-                 const std::string* le) {
-  w.raw(name);
-  w.raw(suffix);
-  if (labels.empty() && le == nullptr) return w.ch(' ');
+// A series' labels as written, `{k="v",...` without the closing brace, or
+// empty: built once per series, since a histogram writes them on every line.
+std::string_view label_block(std::string& block, const metrics::LabelPairs& labels) {
+  block.clear();
+  TextWriter w(block);
   char sep = '{';
   for (const auto& [k, v] : labels) {
     w.ch(sep);
@@ -92,8 +87,18 @@ void series_name(TextWriter& w, std::string_view name, std::string_view suffix, 
     w.ch('"');
     sep = ',';
   }
+  return block;
+}
+
+// name{k="v",...,le="bound"}: `le` (the bound as written) only for histogram buckets.
+void series_name(TextWriter& w, std::string_view name, std::string_view suffix, std::string_view labels,
+                 const std::string* le) {
+  w.raw(name);
+  w.raw(suffix);
+  if (labels.empty() && le == nullptr) return w.ch(' ');
+  w.raw(labels);
   if (le != nullptr) {
-    w.ch(sep);
+    w.ch(labels.empty() ? '{' : ',');
     w.raw("le=\"");
     w.raw(*le);
     w.ch('"');
@@ -114,18 +119,19 @@ std::vector<std::string> bound_texts(const metrics::FamilySnapshot& f) {
 }
 
 void histogram_lines(TextWriter& w, const metrics::FamilySnapshot& f, const metrics::SeriesSnapshot& s,
-                     const std::vector<std::string>& bounds) {
+                     const std::vector<std::string>& bounds, std::string& block) {
   const metrics::HistogramValue& h = s.histogram;
-  series_name(w, f.name, "_count", s.labels, nullptr);
+  std::string_view labels = label_block(block, s.labels);
+  series_name(w, f.name, "_count", labels, nullptr);
   w.number(h.count);
   w.ch('\n');
-  series_name(w, f.name, "_sum", s.labels, nullptr);
+  series_name(w, f.name, "_sum", labels, nullptr);
   w.number(h.sum);
   w.ch('\n');
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < h.buckets.size(); ++i) {
     cumulative += h.buckets[i];
-    series_name(w, f.name, "_bucket", s.labels, &bounds[i]);
+    series_name(w, f.name, "_bucket", labels, &bounds[i]);
     w.number(cumulative);
     w.ch('\n');
   }
@@ -141,13 +147,14 @@ void family_lines(TextWriter& w, const metrics::FamilySnapshot& f) {
   w.ch(' ');
   w.raw(type_name(f.type));
   w.ch('\n');
+  std::string block;  // reused by every series, so its buffer is allocated once
   if (f.type == metrics::MetricType::histogram) {
     std::vector<std::string> bounds = bound_texts(f);
-    for (const metrics::SeriesSnapshot& s : f.series) histogram_lines(w, f, s, bounds);
+    for (const metrics::SeriesSnapshot& s : f.series) histogram_lines(w, f, s, bounds, block);
     return;
   }
   for (const metrics::SeriesSnapshot& s : f.series) {
-    series_name(w, f.name, "", s.labels, nullptr);
+    series_name(w, f.name, "", label_block(block, s.labels), nullptr);
     w.number(s.value);
     w.ch('\n');
   }
@@ -157,9 +164,7 @@ void family_lines(TextWriter& w, const metrics::FamilySnapshot& f) {
 
 std::string exposition_text(const metrics::Snapshot& snapshot) {
   std::string out;
-  std::size_t lines = 0;
-  for (const auto& f : snapshot) lines += 2 + f.series.size() * (f.type == metrics::MetricType::histogram ? 16 : 1);
-  out.reserve(lines * 64);
+  out.reserve(scrape_size(snapshot));
   TextWriter w(out);
   for (const auto& f : snapshot) {
     if (!f.series.empty()) family_lines(w, f);  // declared, nothing recorded yet: left out

@@ -1,10 +1,14 @@
 #include "glassbox/exporters/detail/openmetrics.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "glassbox/exporters/detail/http_request_head.hpp"
+#include "scrape_size.hpp"
+#include "sixteen_digits.hpp"
 
 namespace glassbox::exporters::detail {
 
@@ -71,6 +75,12 @@ std::size_t utf8_sequence(std::string_view s) {
 // A label value or help text: backslash, double quote and newline escaped, and
 // bytes that are not UTF-8 replaced, so the line stays one valid line.
 void write_escaped(std::string& out, std::string_view s) {
+  // Most values are plain ASCII with nothing to escape: one append.
+  auto plain = [](char c) { return c != '\\' && c != '"' && c != '\n' && static_cast<unsigned char>(c) < 0x80; };
+  if (std::all_of(s.begin(), s.end(), plain)) {
+    out.append(s);
+    return;
+  }
   while (!s.empty()) {
     std::size_t n = utf8_sequence(s);
     if (n == 0) {
@@ -116,27 +126,41 @@ void write_number(std::string& out, double v) {
   } else if (std::isinf(v)) {
     out += v > 0 ? "+Inf" : "-Inf";
   } else {
-    write_chars(out, v, std::chars_format::general, 16);
+    char buffer[32];
+    out.append(buffer, sixteen_digits(buffer, v));
   }
 }
 
-void write_labels(std::string& out, const metrics::LabelPairs& labels, const std::string* le = nullptr) {
-  if (labels.empty() && le == nullptr) return;
-  out += '{';
-  bool first = true;
+// `{k="v",...` without the closing brace, or empty when there are no labels.
+void write_label_block(std::string& out, const metrics::LabelPairs& labels) {
+  char separator = '{';
   for (const auto& [name, value] : labels) {
-    if (!first) out += ',';
-    first = false;
+    out += separator;
+    separator = ',';
     out += name;
     out += "=\"";
     write_escaped(out, value);
     out += '"';
   }
+}
+
+// A label block with `le` (a bucket's bound as written) added when given, closed.
+void write_labels(std::string& out, std::string_view block, const std::string* le = nullptr) {
+  if (block.empty() && le == nullptr) return;
+  out += block;
   if (le != nullptr) {
-    if (!first) out += ',';
-    out += "le=\"" + *le + '"';
+    out += block.empty() ? '{' : ',';
+    out += "le=\"";
+    out += *le;
+    out += '"';
   }
   out += '}';
+}
+
+void write_labels(std::string& out, const metrics::LabelPairs& labels) {
+  std::string block;
+  write_label_block(block, labels);
+  write_labels(out, block);
 }
 
 void write_exemplar(std::string& out, const metrics::Exemplar& e) {
@@ -153,27 +177,38 @@ void write_exemplar(std::string& out, const metrics::Exemplar& e) {
   write_chars(out, e.timestamp, std::chars_format::fixed, 3);
 }
 
-void write_histogram(std::string& out, const std::string& name, const metrics::SeriesSnapshot& s) {
+// Each bound as written, once per family: every series of it shares them.
+std::vector<std::string> bound_texts(const metrics::FamilySnapshot& f) {
+  const std::vector<double>& bounds = f.series.front().histogram.upper_bounds;
+  std::vector<std::string> texts(bounds.size() + 1);
+  for (std::size_t i = 0; i < texts.size(); ++i) write_number(texts[i], i < bounds.size() ? bounds[i] : INFINITY);
+  return texts;
+}
+
+// One line: name, suffix, labels (with `le` when given), the value to come.
+void write_sample_start(std::string& out, std::string_view name, std::string_view suffix, std::string_view labels,
+                        const std::string* le = nullptr) {
+  out += name;
+  out += suffix;
+  write_labels(out, labels, le);
+  out += ' ';
+}
+
+void write_histogram(std::string& out, std::string_view name, const metrics::SeriesSnapshot& s,
+                     const std::vector<std::string>& bounds, std::string_view labels) {
   const metrics::HistogramValue& h = s.histogram;
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < h.buckets.size(); ++i) {
     cumulative += h.buckets[i];
-    std::string le;
-    write_number(le, i < h.upper_bounds.size() ? h.upper_bounds[i] : INFINITY);
-    out += name + "_bucket";
-    write_labels(out, s.labels, &le);
-    out += ' ';
+    write_sample_start(out, name, "_bucket", labels, &bounds[i]);
     write_chars(out, cumulative);
     if (i < h.exemplars.size() && h.exemplars[i]) write_exemplar(out, *h.exemplars[i]);
     out += '\n';
   }
-  out += name + "_count";
-  write_labels(out, s.labels);
-  out += ' ';
+  write_sample_start(out, name, "_count", labels);
   write_chars(out, h.count);
-  out += '\n' + name + "_sum";
-  write_labels(out, s.labels);
-  out += ' ';
+  out += '\n';
+  write_sample_start(out, name, "_sum", labels);
   write_number(out, h.sum);
   out += '\n';
 }
@@ -189,14 +224,18 @@ void write_family(std::string& out, const metrics::FamilySnapshot& f) {
   out += "# HELP " + name + ' ';
   write_escaped(out, f.help);
   out += '\n';
+  const bool histogram = f.type == metrics::MetricType::histogram;
+  const std::vector<std::string> bounds = histogram ? bound_texts(f) : std::vector<std::string>{};
+  const std::string_view suffix = f.type == metrics::MetricType::counter ? "_total" : "";
+  std::string block;  // reused by every series, so its buffer is allocated once
   for (const auto& s : f.series) {
-    if (f.type == metrics::MetricType::histogram) {
-      write_histogram(out, name, s);
+    block.clear();
+    write_label_block(block, s.labels);
+    if (histogram) {
+      write_histogram(out, name, s, bounds, block);
       continue;
     }
-    out += f.type == metrics::MetricType::counter ? name + "_total" : name;
-    write_labels(out, s.labels);
-    out += ' ';
+    write_sample_start(out, name, suffix, block);
     write_number(out, s.value);
     out += '\n';
   }
@@ -220,6 +259,7 @@ bool accepts_openmetrics(std::string_view accept) {
 
 std::string openmetrics_text(const metrics::Snapshot& snapshot) {
   std::string out;
+  out.reserve(scrape_size(snapshot));
   for (const auto& f : snapshot) {
     if (!f.series.empty()) write_family(out, f);
   }

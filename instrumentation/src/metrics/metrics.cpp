@@ -114,6 +114,7 @@ HistogramValue Histogram::value_locked() const {
   HistogramValue v;
   v.upper_bounds = *bounds_;
   v.buckets.reserve(bounds_->size() + 1);
+  v.exemplars.reserve(bounds_->size() + 1);
   for (std::size_t i = 0; i <= bounds_->size(); ++i) {
     v.buckets.push_back(detail::sum_u64(first_cell_ + static_cast<detail::CellId>(i)));
     v.count += v.buckets.back();
@@ -265,6 +266,7 @@ Snapshot Registry::snapshot() const {
   }
   Snapshot out;
   std::lock_guard lock(mu_);
+  out.reserve(families_.size());
   auto threads = detail::lock_threads();
   for (const auto& [name, fam] : families_) {
     FamilySnapshot f{fam->info().name, fam->info().help, fam->type(), {}};
