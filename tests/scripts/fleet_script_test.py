@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.error
 import urllib.request
 
 SOURCE, BUILD = sys.argv[1], sys.argv[2]
@@ -45,8 +46,11 @@ class FleetScript(unittest.TestCase):
                 web = re.search(r"prometheus: (http://127\.0\.0\.1:\d+)", text).group(1)
 
                 def targets_up():
-                    with urllib.request.urlopen(web + "/api/v1/targets") as r:
-                        active = json.load(r)["data"]["activeTargets"]
+                    try:
+                        with urllib.request.urlopen(web + "/api/v1/targets") as r:
+                            active = json.load(r)["data"]["activeTargets"]
+                    except urllib.error.URLError:  # 503 while Prometheus starts (seen under ASan's load)
+                        return False
                     up = [t for t in active if t["health"] == "up" and t["labels"]["job"] == "glassbox"]
                     return len(up) == 2
 
