@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "glassbox/error.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/host_allocator/detail/biased_lock.hpp"
 #include "glassbox/host_allocator/sim_host_backend.hpp"
@@ -142,6 +143,60 @@ void drain_while_owners_run() {
 }
 
 }  // namespace
+
+// Until some thread records on a block another thread allocated, an owner's
+// free settles the race with record_stream by plain loads and stores; that
+// first foreign record switches every free to an exchange, with one heavy
+// fence that must order the owners' frees already in flight. Here the first
+// foreign record of a fresh allocator races its block's free by the owner,
+// round after round: it lands (the block waits for its event) or is refused,
+// never lost. Also run without membarrier (HostAllocatorStress.WithoutMembarrier).
+TEST(HostAllocatorStress, TheFirstForeignRecordRacingItsOwnersFreeIsNeverLost) {
+  constexpr int kRounds = 3000;
+  gs::SimStream stream;  // manual: an event recorded on it never completes here
+  stream.enqueue([] {});
+  std::atomic<int> round{-1}, done{-1};
+  std::atomic<gha::CachingHostAllocator*> shared{nullptr};
+  std::atomic<void*> ptr{nullptr}, ctx{nullptr};
+  std::atomic<bool> recorded{false};
+  std::thread recorder([&] {
+    for (int i = 0; i < kRounds; ++i) {
+      while (round.load() != i) {}
+      bool ok = false;
+      try {
+        ok = shared.load()->record_stream(ptr.load(), ctx.load(), gha::SimHostBackend::id(stream));
+      } catch (const glassbox::UsageError&) {}
+      recorded = ok;
+      done = i;
+    }
+  });
+  std::mt19937 rng(7);
+  int lost = 0, refused = 0;
+  gm::Registry registry;  // one for all: metric cells are a process-wide arena
+  gha::HostAllocatorOptions o;
+  o.registry = &registry;
+  for (int i = 0; i < kRounds; ++i) {
+    gha::CachingHostAllocator allocator(std::make_shared<gha::SimHostBackend>(), o);
+    auto a = allocator.allocate(4096);
+    shared = &allocator;
+    ptr = a.ptr;
+    ctx = a.ctx;
+    round = i;
+    // Sweep the free across the record's switch (a heavy fence: microseconds).
+    for (auto spin = rng() % 200000; spin > 0; --spin) std::atomic_signal_fence(std::memory_order_seq_cst);
+    allocator.free(a.ctx);
+    while (done.load() != i) {}
+    auto next = allocator.allocate(4096);
+    if (!recorded) ++refused;
+    if (recorded && next.ptr == a.ptr) ++lost;
+    allocator.free(next.ctx);
+  }
+  recorder.join();
+  EXPECT_EQ(lost, 0) << refused << " of " << kRounds << " records were refused";
+  // Both outcomes happened: the free and the switch did overlap.
+  EXPECT_GT(refused, 0);
+  EXPECT_LT(refused, kRounds);
+}
 
 TEST(HostAllocatorStress, CachesDrainedWhileTheirOwnersRun) { drain_while_owners_run(); }
 TEST(HostAllocatorStress, SixteenThreadsWithThreadCaches) { stress(""); }

@@ -41,14 +41,18 @@ struct alignas(64) Block {
   // is handed out (record_stream may come from another thread than free).
   detail::SpinLock lock;
   // kHandedOut, plus kOnStreams once record_stream added a stream. One word,
-  // so that free() and a racing record_stream agree on who came first: free
-  // swaps it to 0 (one exchange, no lock), record_stream sets kOnStreams by
-  // compare-exchange only while kHandedOut is set. Either the record lands
-  // first and free sees kOnStreams (and takes the streams under `lock`), or
-  // the free lands first and the record throws UsageError: never lost.
+  // so that free() and a racing record_stream agree on who came first:
+  // record_stream sets kOnStreams by compare-exchange only while kHandedOut
+  // is set, and adds its stream under `lock` in the same step; free clears
+  // the word (Impl::settle_free says how). Either the record lands first and
+  // free sees kOnStreams (and takes the streams under `lock`), or the free
+  // lands first and the record throws UsageError: never lost.
   static constexpr std::uint8_t kHandedOut = 1;
   static constexpr std::uint8_t kOnStreams = 2;
   std::atomic<std::uint8_t> use{0};
+  // The thread that allocated it (thread_token()): while only owners record
+  // on their blocks, an owner's free cannot race a record.
+  std::atomic<const void*> owner{nullptr};
   // Used during graph capture: allocated while its stream captured, or
   // recorded on a capturing stream. A replay may read it at any later time.
   bool captured = false;
@@ -183,6 +187,9 @@ struct ThreadCache {
 // The calling thread's cache of the allocator it used last (by id): the
 // fast path of Impl::local_cache(), defined in thread_cache.cpp.
 extern thread_local constinit std::uint64_t tl_cache_owner;
+// Tells live threads apart: one address per thread (Block::owner).
+extern thread_local constinit char tl_token;
+inline const void* thread_token() noexcept { return &tl_token; }
 extern thread_local constinit ThreadCache* tl_cache;
 
 struct Metrics {
@@ -214,7 +221,14 @@ struct Metrics {
 // cached: in use, in a thread cache, or waiting on events, as ClassRecord
 // counts them) at both; the event backlog.
 struct Tracks {
-  Tracks(std::uint64_t allocator_id, const std::atomic<std::int64_t>& default_free_bytes);
+  Tracks(std::uint64_t allocator_id, const std::atomic<std::int64_t>& default_free_bytes,
+         const std::atomic<std::int64_t>& default_pending);
+  // The backlog changed by `events` in `pool`: the default pool's count is
+  // its own (BlockPool::pending), so that a record path shares no new line.
+  void pending_changed(const BlockPool& pool, std::int64_t events) noexcept {
+    if (pool.id != PoolId{}) private_pending.fetch_add(events, std::memory_order_relaxed);
+    pending_events.changed();
+  }
   void reserved_changed(std::int64_t bytes) noexcept;
   void shared_lists_changed() noexcept {
     cached.changed();
@@ -223,6 +237,7 @@ struct Tracks {
 
   std::atomic<std::int64_t> reserved_bytes{0};
   std::atomic<std::int64_t> private_free_bytes{0};  // private pools' shared lists
+  std::atomic<std::int64_t> private_pending{0};     // private pools' events
   trace::CounterTrack reserved;
   trace::CounterTrack cached;
   trace::CounterTrack active;
@@ -249,8 +264,8 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   template <class Fn>
   void for_each_block(Fn fn);
   void on_allocated(Block* b, std::size_t size, bool hit, bool captured);
-  void return_free(Block* b, ThreadCache* tc);                 // tc: the caller's local_cache()
-  void note_cached(std::size_t bytes);                         // a block of `bytes` went into a thread cache
+  void return_free(Block* b, ThreadCache* tc);  // tc: the caller's local_cache()
+  void note_cached(std::size_t bytes);          // under a cap: a block of `bytes` went into a thread cache
   void count_free(const BlockPool& pool, std::int64_t bytes);  // on pool's shared lists: +bytes
   void count_doomed(const BlockPool& pool, const Block& b);    // off them, to be deallocated
   // `stamped`: b->freed_tick is set already (see process_events).
@@ -267,6 +282,16 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // Moves the credits of `cls` from every cache into slack; caller holds the
   // caches and r.mu.
   void reclaim_credits(std::uint32_t cls, ClassRecord& r);
+  // free()'s side of the race with record_stream: clears b->use and says
+  // whether the block is on streams. An owner's free needs no
+  // read-modify-write while only owners have recorded (record_mode).
+  inline bool settle_free(Block* b);
+  [[gnu::noinline]] bool on_streams_after_switch(Block* b);  // a free that met record_mode's switch
+  // record_stream's side: a record on a block another thread allocated
+  // switches record_mode to kShared for good (one heavy fence) before it
+  // touches the block.
+  void note_foreign_record(const Block* b);
+  void free_with_streams(Block* b);
   void queue_events(Block* b, const std::vector<StreamId>& streams, bool captured);
   // Keeps a freed block out of reuse for good (its event count never drains)
   // and counts it once, under `reason`.
@@ -362,6 +387,14 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   std::map<PoolId, PrivatePool*> freeable_pools;
   std::vector<std::pair<PoolId, std::function<bool(StreamId)>>> captures;
   std::atomic<bool> captures_empty{true};
+  // Whether free() may settle the race with record_stream by plain loads and
+  // stores: kOwnersOnly until some thread records on a block another thread
+  // allocated; then kSwitching during one heavy fence (which orders every
+  // owner's free in flight against the records that follow), then kShared,
+  // where every free takes one exchange. kShared from the start without
+  // membarrier (detail::asymmetric_fences()).
+  static constexpr std::uint8_t kOwnersOnly = 0, kSwitching = 1, kShared = 2;
+  std::atomic<std::uint8_t> record_mode{kShared};
   std::once_flag warned_private_outside_capture;
 
   std::mutex caches_mu;
@@ -384,7 +417,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   std::condition_variable background_cv;
   std::thread background;
   // Last: its readers read the members above, from its first sample to its last.
-  Tracks tracks{id, default_free_bytes};
+  Tracks tracks{id, default_free_bytes, default_pool.pending};
 };
 
 template <class Fn>

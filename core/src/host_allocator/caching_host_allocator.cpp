@@ -29,7 +29,8 @@ std::string pool_text(PoolId id) { return "(" + std::to_string(id.first) + "," +
 
 }  // namespace
 
-Tracks::Tracks(std::uint64_t allocator_id, const std::atomic<std::int64_t>& default_free_bytes)
+Tracks::Tracks(std::uint64_t allocator_id, const std::atomic<std::int64_t>& default_free_bytes,
+               const std::atomic<std::int64_t>& default_pending)
     : reserved("glassbox.host.reserved_bytes #" + std::to_string(allocator_id),
                [this] { return reserved_bytes.load(std::memory_order_relaxed); }),
       cached("glassbox.host.cached_bytes #" + std::to_string(allocator_id),
@@ -43,7 +44,9 @@ Tracks::Tracks(std::uint64_t allocator_id, const std::atomic<std::int64_t>& defa
                       default_free_bytes.load(std::memory_order_relaxed) -
                       private_free_bytes.load(std::memory_order_relaxed);
              }),
-      pending_events("glassbox.host.pending_events #" + std::to_string(allocator_id)) {}
+      pending_events("glassbox.host.pending_events #" + std::to_string(allocator_id), [this, &default_pending] {
+        return default_pending.load(std::memory_order_relaxed) + private_pending.load(std::memory_order_relaxed);
+      }) {}
 
 void Tracks::reserved_changed(std::int64_t bytes) noexcept {
   reserved_bytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -59,6 +62,7 @@ CachingHostAllocator::Impl::Impl(std::shared_ptr<HostBackend> b, Options o)
                   : [](const std::string& w) { std::fprintf(stderr, "glassbox: %s\n", w.c_str()); }),
       m(*o.registry),
       id(next_allocator_id()) {
+  if (detail::asymmetric_fences()) record_mode.store(kOwnersOnly, std::memory_order_relaxed);
   collector_id = m.registry.add_collector([this] { publish(); });
 }
 
@@ -129,6 +133,7 @@ void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool h
   // No lock: the block is on no list, so only this caller can see it until
   // allocate() returns; record_stream and free come after, in its order.
   b->use.store(Block::kHandedOut, std::memory_order_relaxed);
+  b->owner.store(thread_token(), std::memory_order_relaxed);
   b->captured = captured;
   b->requested.store(size, std::memory_order_relaxed);
   if (config.nvtx_mem_regions) [[unlikely]]
@@ -324,11 +329,50 @@ void CachingHostAllocator::free(void* ctx) {
   } else {
     a.class_counts(b->cls).freed.inc();
   }
-  // The one read-modify-write of a cached pair: it orders this free against
-  // a racing record_stream (Block::use).
-  if (b->use.exchange(0, std::memory_order_acq_rel) != (Block::kHandedOut | Block::kOnStreams)) {
-    return a.return_free(b, tc);
+  if (!a.settle_free(b)) return a.return_free(b, tc);
+  a.free_with_streams(b);
+}
+
+bool CachingHostAllocator::Impl::settle_free(Block* b) {
+  constexpr std::uint8_t on_streams = Block::kHandedOut | Block::kOnStreams;
+  if (record_mode.load(std::memory_order_relaxed) != kOwnersOnly ||
+      b->owner.load(std::memory_order_relaxed) != thread_token()) [[unlikely]] {
+    return b->use.exchange(0, std::memory_order_acq_rel) == on_streams;
   }
+  // Only owners have recorded, and this thread owns the block: no record can
+  // race this free, unless one from another thread is switching the mode
+  // now. Its heavy fence splits this free in two: what came before it is
+  // seen by the record (which then finds the block freed), what comes after
+  // sees the switch, as the second load of the mode does.
+  const std::uint8_t use = b->use.load(std::memory_order_relaxed);
+  b->use.store(0, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (record_mode.load(std::memory_order_relaxed) != kOwnersOnly) [[unlikely]]
+    return on_streams_after_switch(b);
+  return use == on_streams;
+}
+
+bool CachingHostAllocator::Impl::on_streams_after_switch(Block* b) {
+  // A record may have set kOnStreams between the load and the store; it
+  // added its stream in the same step, under the block's lock.
+  std::lock_guard lock(b->lock);
+  return !b->streams.empty();
+}
+
+void CachingHostAllocator::Impl::note_foreign_record(const Block* b) {
+  if (record_mode.load(std::memory_order_acquire) == kShared) [[likely]]
+    return;
+  if (b->owner.load(std::memory_order_relaxed) == thread_token()) return;
+  std::uint8_t expected = kOwnersOnly;
+  if (record_mode.compare_exchange_strong(expected, kSwitching, std::memory_order_acq_rel)) {
+    detail::heavy_fence();
+    record_mode.store(kShared, std::memory_order_release);
+    return;
+  }
+  while (record_mode.load(std::memory_order_acquire) != kShared) std::this_thread::yield();
+}
+
+void CachingHostAllocator::Impl::free_with_streams(Block* b) {
   // Thread-local scratch: a free with streams allocates nothing once warm.
   thread_local std::vector<StreamId> streams;
   bool captured;
@@ -339,7 +383,7 @@ void CachingHostAllocator::free(void* ctx) {
     b->event_count += static_cast<int>(streams.size());
     captured = b->captured;
   }
-  a.queue_events(b, streams, captured);
+  queue_events(b, streams, captured);
 }
 
 // Events are recorded outside every lock: recording may block on a driver
@@ -380,7 +424,7 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
     pool.pending.fetch_add(static_cast<std::int64_t>(events.size()), std::memory_order_relaxed);
   }
   m.pending_events.add(static_cast<std::int64_t>(events.size()));
-  tracks.pending_events.add(static_cast<std::int64_t>(events.size()));
+  tracks.pending_changed(pool, static_cast<std::int64_t>(events.size()));
   if (config.background_thread) background_cv.notify_one();
   if (failure) std::rethrow_exception(failure);
 }
@@ -406,7 +450,7 @@ void CachingHostAllocator::Impl::return_free(Block* b, ThreadCache* tc) {
         ++slot.credit;
         // Counted before unlocking: once unlocked, empty_cache() or a trim
         // may drain the slot and free the block.
-        note_cached(b->size);
+        if (capped()) note_cached(b->size);
       }
       tc->lock.owner_unlock();
       if (kept) return;
@@ -434,7 +478,6 @@ void CachingHostAllocator::Impl::push_central(BlockPool& pool, Block* b, bool st
 }
 
 void CachingHostAllocator::Impl::note_cached(std::size_t bytes) {
-  if (!capped()) return;
   thread_cached_bytes.fetch_add(static_cast<std::int64_t>(bytes));
   if (config.background_thread && over_cap()) background_cv.notify_one();
 }
@@ -506,6 +549,7 @@ CachingHostAllocator::RecordOutcome CachingHostAllocator::try_record_stream(void
   // that allocate to no private pool are not looked for here (as PyTorch),
   // which keeps the record path free of a driver call; free() looks.
   const bool capturing = !a.captures_empty.load(std::memory_order_relaxed) && a.backend->is_capturing(stream);
+  a.note_foreign_record(b);
   std::lock_guard lock(b->lock);
   // Against free()'s exchange: set kOnStreams only while the block is handed
   // out. The streams are added after, still under the lock, which a free

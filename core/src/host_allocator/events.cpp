@@ -91,7 +91,7 @@ Block* CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t 
     // Last: once the backlog reads zero, every block it held is reusable.
     const bool backlog_gone = pool.pending.fetch_sub(1, std::memory_order_release) == 1;
     m.pending_events.add(-1);
-    tracks.pending_events.add(-1);
+    tracks.pending_changed(pool, -1);
     if ((available && size != -1) || backlog_gone) return kept;
   }
 }

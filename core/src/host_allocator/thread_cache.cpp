@@ -39,6 +39,7 @@ LocalCaches::~LocalCaches() {
 
 thread_local constinit std::uint64_t tl_cache_owner = 0;
 thread_local constinit ThreadCache* tl_cache = nullptr;
+thread_local constinit char tl_token = 0;
 
 ThreadCache* CachingHostAllocator::Impl::find_local_cache() {
   if (config.thread_cache == 0 || tl_exited) return nullptr;
