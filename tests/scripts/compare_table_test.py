@@ -53,6 +53,22 @@ class CompareTable(unittest.TestCase):
         cells = line_of(table([row("glassbox", "m", 1, 3e3), row("pytorch", "m", 1, 1e3)]), "m @1 thr")
         self.assertEqual(cells[3:], ["3.00", "k/s", "1.00", "k/s", "3.0x", "1/1"])
 
+    def test_the_baseline_build_gets_the_paired_change_in_percent(self):
+        out = table([row("glassbox", "m", 1, r) for r in (1.0e6, 0.9e6, 2.2e6)] +
+                    [row("pytorch", "m", 1, r) for r in (1e6, 1e6, 1e6)] +
+                    [row("baseline", "m", 1, r) for r in (1.0e6, 1.0e6, 2.0e6)])
+        # the n-th runs' changes are 0, -10 and +10 %: the median is 0
+        self.assertEqual(line_of(out, "m @1 thr")[3:], ["1.00", "M/s", "1.00", "M/s", "1.0x", "3/3", "0.9-2.2x"])
+        section = out[out.index("glassbox against baseline"):]
+        self.assertEqual(line_of(section, "m @1 thr")[3:], ["+0.0", "%", "-10.0..+10.0", "%", "3"])
+
+    def test_a_baseline_with_another_number_of_runs_is_refused(self):
+        result = run_table([row("glassbox", "m", 1, r) for r in (1e6, 2e6)] +
+                           [row("pytorch", "m", 1, r) for r in (1e6, 2e6)] +
+                           [row("baseline", "m", 1, 1e6)])
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("refused m @1 thr: glassbox ran 2 times, baseline 1", result.stderr)
+
     def test_other_sides_are_reference_rows_with_their_time_per_call(self):
         out = table([row("glassbox", "m", 1, 2e6), row("pytorch", "m", 1, 1e6), row("cuda", "floor", 1, 4e6)])
         self.assertEqual(line_of(out, "cuda: floor @1 thr")[4:], ["4.00", "M/s", "250"])
