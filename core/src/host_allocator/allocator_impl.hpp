@@ -174,7 +174,12 @@ struct ThreadCache {
   static constexpr std::size_t kMaxBlock = std::size_t{1} << 20;
   struct Slot {
     int count = 0;
-    int credit = 0;  // see ClassRecord::peak_out
+    // The slot's credits (ClassRecord::peak_out) less `count`: a free into the
+    // cache earns a credit and a hit spends one, so the cached pair moves
+    // `count` alone and this only changes off that path.
+    int credit_less_count = 0;
+    int credit() const noexcept { return count + credit_less_count; }
+    void set_credit(int credits) noexcept { credit_less_count = credits - count; }
     Block* blocks[kCapacity];
     std::atomic<std::uint64_t> hits{0};   // this thread's allocate() hits (any pool, any size)
     std::atomic<std::uint64_t> freed{0};  // this thread's free() calls
@@ -278,7 +283,8 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // when it has none: before a hand-out that must otherwise raise the peak.
   void reclaim_credits_if_needed(std::uint32_t cls);
   // A thread-cache hit with no credit to spend (after reclaim_credits).
-  Block* take_local_uncredited(ThreadCache& tc, std::uint32_t cls);
+  [[gnu::noinline]] Block* take_local_uncredited(ThreadCache& tc, std::uint32_t cls);
+  Block* uncache(Block* b);  // b (or null) left a thread cache: under a cap, counts it out
   // Moves the credits of `cls` from every cache into slack; caller holds the
   // caches and r.mu.
   void reclaim_credits(std::uint32_t cls, ClassRecord& r);

@@ -158,19 +158,16 @@ Block* CachingHostAllocator::Impl::take_local(BlockPool& pool, std::uint32_t cls
   ThreadCache* tc = local_cache();
   if (tc == nullptr || !tc->lock.owner_try_lock()) return nullptr;
   auto& slot = tc->slots[cls];
-  Block* b = nullptr;
-  bool uncredited = false;
-  if (slot.count > 0) {
-    uncredited = slot.credit == 0;
-    if (!uncredited) {
-      --slot.credit;
-      b = slot.blocks[--slot.count];
-    }
+  if (slot.count > 0 && slot.credit() > 0) [[likely]] {
+    Block* b = slot.blocks[--slot.count];  // spends a credit
+    tc->lock.owner_unlock();
+    if (capped()) [[unlikely]]
+      thread_cached_bytes.fetch_sub(static_cast<std::int64_t>(b->size));
+    return b;
   }
+  const bool uncredited = slot.count > 0;
   tc->lock.owner_unlock();
-  if (uncredited) b = take_local_uncredited(*tc, cls);
-  if (b != nullptr && capped()) thread_cached_bytes.fetch_sub(static_cast<std::int64_t>(b->size));
-  return b;
+  return uncredited ? take_local_uncredited(*tc, cls) : nullptr;
 }
 
 bool CachingHostAllocator::Impl::cached_locally(BlockPool& pool, std::uint32_t cls) {
@@ -185,7 +182,9 @@ bool CachingHostAllocator::Impl::cached_locally(BlockPool& pool, std::uint32_t c
 Block* CachingHostAllocator::Impl::take_local_uncredited(ThreadCache& tc, std::uint32_t cls) {
   auto pop = [&] {
     auto& slot = tc.slots[cls];
-    return slot.count > 0 ? slot.blocks[--slot.count] : nullptr;
+    if (slot.count == 0) return static_cast<Block*>(nullptr);
+    ++slot.credit_less_count;  // a hand-out that spends no credit
+    return slot.blocks[--slot.count];
   };
   ClassRecord& r = records[cls];
   {
@@ -197,7 +196,7 @@ Block* CachingHostAllocator::Impl::take_local_uncredited(ThreadCache& tc, std::u
       Block* b = pop();
       tc.lock.owner_unlock();
       if (b != nullptr) count_handed_out(r);
-      return b;
+      return uncache(b);
     }
   }
   Block* b = nullptr;
@@ -208,6 +207,11 @@ Block* CachingHostAllocator::Impl::take_local_uncredited(ThreadCache& tc, std::u
     reclaim_credits(cls, r);
     count_handed_out(r);
   });
+  return uncache(b);
+}
+
+Block* CachingHostAllocator::Impl::uncache(Block* b) {
+  if (b != nullptr && capped()) thread_cached_bytes.fetch_sub(static_cast<std::int64_t>(b->size));
   return b;
 }
 
@@ -222,7 +226,10 @@ void CachingHostAllocator::Impl::count_handed_out(ClassRecord& r) {
 
 void CachingHostAllocator::Impl::reclaim_credits(std::uint32_t cls, ClassRecord& r) {
   std::int64_t credits = 0;
-  for (auto& tc : caches) credits += std::exchange(tc->slots[cls].credit, 0);
+  for (auto& tc : caches) {
+    credits += tc->slots[cls].credit();
+    tc->slots[cls].set_credit(0);
+  }
   r.slack.fetch_add(credits, std::memory_order_relaxed);
 }
 
@@ -446,8 +453,7 @@ void CachingHostAllocator::Impl::return_free(Block* b, ThreadCache* tc) {
       if (kept) {
         // A load, not an increment: blocks freed at once may share a tick.
         b->freed_tick = 2 * tick.load(std::memory_order_relaxed) + 1;
-        slot.blocks[slot.count++] = b;
-        ++slot.credit;
+        slot.blocks[slot.count++] = b;  // earns a credit
         // Counted before unlocking: once unlocked, empty_cache() or a trim
         // may drain the slot and free the block.
         if (capped()) note_cached(b->size);

@@ -122,7 +122,7 @@ void CachingHostAllocator::reset_peak_stats() {
       ClassRecord& r = a.records[c];
       std::lock_guard lock(r.mu);
       for (Stat* s : {&r.allocations, &r.allocated_bytes}) s->peak = s->current;
-      for (auto& tc : a.caches) tc->slots[c].credit = 0;
+      for (auto& tc : a.caches) tc->slots[c].set_credit(0);
       r.slack.store(0, std::memory_order_relaxed);
       r.peak_out = r.active_requests.current - a.cached_in_threads(c);
     }

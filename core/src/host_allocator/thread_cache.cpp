@@ -66,11 +66,13 @@ ThreadCache* CachingHostAllocator::Impl::find_local_cache() {
 // least-recently-freed order holds across caches.
 void CachingHostAllocator::Impl::drain_cache(ThreadCache& tc) {
   for (auto& slot : tc.slots) {
+    const int credits = slot.credit();  // the blocks leave, the credits stay
     while (slot.count > 0) {
       Block* b = slot.blocks[--slot.count];
       if (capped()) thread_cached_bytes.fetch_sub(static_cast<std::int64_t>(b->size), std::memory_order_relaxed);
       push_central(default_pool, b, true, true);
     }
+    slot.set_credit(credits);
   }
 }
 
@@ -82,9 +84,9 @@ void CachingHostAllocator::Impl::retire_cache(ThreadCache& tc) {
   drain_cache(tc);
   for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
     const ThreadCache::Slot& slot = tc.slots[c];
-    if (slot.credit != 0) {  // the cache goes: its credits stay in the record (ClassRecord::peak_out)
+    if (slot.credit() != 0) {  // the cache goes: its credits stay in the record (ClassRecord::peak_out)
       std::lock_guard record_lock(records[c].mu);
-      records[c].slack.fetch_add(slot.credit, std::memory_order_relaxed);
+      records[c].slack.fetch_add(slot.credit(), std::memory_order_relaxed);
     }
     const std::uint64_t hits = slot.hits.load(std::memory_order_relaxed);
     const std::uint64_t freed = slot.freed.load(std::memory_order_relaxed);
