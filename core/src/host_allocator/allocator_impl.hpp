@@ -168,8 +168,10 @@ struct ClassRecord {
 // pinned blocks should not sit idle in one thread's cache. Its owner thread
 // takes `lock` on the owner side; empty_cache(), stats() and the allocator's
 // teardown take it on the remote side (for_each_cache); the owner's exit
-// needs only caches_mu (retire_cache).
-struct ThreadCache {
+// needs only caches_mu (retire_cache). Cache-line aligned: every cached pair
+// writes its lock, a slot and requested_bytes, and two threads' caches
+// allocated side by side must not share a line.
+struct alignas(64) ThreadCache {
   static constexpr int kCapacity = 8;
   static constexpr std::size_t kMaxBlock = std::size_t{1} << 20;
   struct Slot {
