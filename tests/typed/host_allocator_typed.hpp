@@ -33,6 +33,7 @@
 #include "glassbox/error.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/metrics/registry.hpp"
+#include "racing_recorder.hpp"
 
 namespace glassbox::testing {
 
@@ -569,30 +570,15 @@ TYPED_TEST_P(HostAllocatorTyped, ARecordStreamRacingAFreeIsNeverLost) {
   int recorded = 0, refused = 0, lost = 0;
   {
     typename TestFixture::Gate g(s.native());
-    std::atomic<int> round{-1};
-    std::atomic<int> done{-1};
-    std::atomic<void*> ptr{nullptr}, ctx{nullptr};
-    std::atomic<bool> result{false};
-    std::thread recorder([&] {
-      for (int i = 0; i < kRounds; ++i) {
-        while (round.load() != i) {}
-        bool ok = false;
-        try {
-          ok = this->allocator->record_stream(ptr.load(), ctx.load(), s.id());
-        } catch (const UsageError&) {}
-        result = ok;
-        done = i;
-      }
-    });
+    RacingRecorder recorder(kRounds,
+                            [&](void* ptr, void* ctx) { return this->allocator->record_stream(ptr, ctx, s.id()); });
     for (int i = 0; i < kRounds; ++i) {
       auto a = this->allocate(4096);
-      ptr = a.ptr;
-      ctx = a.ctx;
-      round = i;  // go: the free below races the record
+      recorder.go(i, a.ptr, a.ctx);  // the free below races the record
       this->free(a);
-      while (done.load() != i) {}
+      const bool taken = recorder.recorded(i);
       auto next = this->allocate(4096);
-      if (!result) {
+      if (!taken) {
         ++refused;
       } else if (next.ptr == a.ptr) {
         ++lost;
@@ -601,7 +587,6 @@ TYPED_TEST_P(HostAllocatorTyped, ARecordStreamRacingAFreeIsNeverLost) {
       }
       this->free(next);
     }
-    recorder.join();
     g.open();
     s.synchronize();
   }

@@ -13,6 +13,7 @@
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/host_allocator/detail/biased_lock.hpp"
 #include "glassbox/host_allocator/sim_host_backend.hpp"
+#include "racing_recorder.hpp"
 
 namespace gs = glassbox::sim;
 namespace gha = glassbox::host_allocator;
@@ -155,20 +156,9 @@ TEST(HostAllocatorStress, TheFirstForeignRecordRacingItsOwnersFreeIsNeverLost) {
   constexpr int kRounds = 3000;
   gs::SimStream stream;  // manual: an event recorded on it never completes here
   stream.enqueue([] {});
-  std::atomic<int> round{-1}, done{-1};
   std::atomic<gha::CachingHostAllocator*> shared{nullptr};
-  std::atomic<void*> ptr{nullptr}, ctx{nullptr};
-  std::atomic<bool> recorded{false};
-  std::thread recorder([&] {
-    for (int i = 0; i < kRounds; ++i) {
-      while (round.load() != i) {}
-      bool ok = false;
-      try {
-        ok = shared.load()->record_stream(ptr.load(), ctx.load(), gha::SimHostBackend::id(stream));
-      } catch (const glassbox::UsageError&) {}
-      recorded = ok;
-      done = i;
-    }
+  glassbox::testing::RacingRecorder recorder(kRounds, [&](void* ptr, void* ctx) {
+    return shared.load()->record_stream(ptr, ctx, gha::SimHostBackend::id(stream));
   });
   std::mt19937 rng(7);
   int lost = 0, refused = 0;
@@ -179,19 +169,16 @@ TEST(HostAllocatorStress, TheFirstForeignRecordRacingItsOwnersFreeIsNeverLost) {
     gha::CachingHostAllocator allocator(std::make_shared<gha::SimHostBackend>(), o);
     auto a = allocator.allocate(4096);
     shared = &allocator;
-    ptr = a.ptr;
-    ctx = a.ctx;
-    round = i;
+    recorder.go(i, a.ptr, a.ctx);
     // Sweep the free across the record's switch (a heavy fence: microseconds).
     for (auto spin = rng() % 200000; spin > 0; --spin) std::atomic_signal_fence(std::memory_order_seq_cst);
     allocator.free(a.ctx);
-    while (done.load() != i) {}
+    const bool recorded = recorder.recorded(i);
     auto next = allocator.allocate(4096);
     if (!recorded) ++refused;
     if (recorded && next.ptr == a.ptr) ++lost;
     allocator.free(next.ctx);
   }
-  recorder.join();
   EXPECT_EQ(lost, 0) << refused << " of " << kRounds << " records were refused";
   // Both outcomes happened: the free and the switch did overlap.
   EXPECT_GT(refused, 0);
