@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bucket_bounds.hpp"
 #include "scrape_size.hpp"
 #include "sixteen_digits.hpp"
 
@@ -106,18 +107,6 @@ void series_name(TextWriter& w, std::string_view name, std::string_view suffix, 
   w.raw("} ");
 }
 
-// Each bound as written, once per family: every series of it shares them.
-std::vector<std::string> bound_texts(const metrics::FamilySnapshot& f) {
-  std::vector<std::string> texts;
-  const std::vector<double>& bounds = f.series.front().histogram.upper_bounds;
-  for (std::size_t i = 0; i <= bounds.size(); ++i) {
-    std::string text;
-    TextWriter(text).number(i < bounds.size() ? bounds[i] : INFINITY);
-    texts.push_back(std::move(text));
-  }
-  return texts;
-}
-
 void histogram_lines(TextWriter& w, const metrics::FamilySnapshot& f, const metrics::SeriesSnapshot& s,
                      const std::vector<std::string>& bounds, std::string& block) {
   const metrics::HistogramValue& h = s.histogram;
@@ -149,7 +138,7 @@ void family_lines(TextWriter& w, const metrics::FamilySnapshot& f) {
   w.ch('\n');
   std::string block;  // reused by every series, so its buffer is allocated once
   if (f.type == metrics::MetricType::histogram) {
-    std::vector<std::string> bounds = bound_texts(f);
+    std::vector<std::string> bounds = bucket_bound_texts(f);
     for (const metrics::SeriesSnapshot& s : f.series) histogram_lines(w, f, s, bounds, block);
     return;
   }

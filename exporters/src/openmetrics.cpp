@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "bucket_bounds.hpp"
 #include "glassbox/exporters/detail/http_request_head.hpp"
 #include "scrape_size.hpp"
 #include "sixteen_digits.hpp"
@@ -117,9 +118,8 @@ void write_chars(std::string& out, T value, auto... format) {
   out.append(buffer, ec == std::errc() ? end : buffer);
 }
 
-// 16 significant digits, as prometheus-cpp writes the 0.0.4 text, so a bucket's
-// `le` is the same string in both formats and a series keeps its identity
-// when a scraper switches.
+// 16 significant digits, as the 0.0.4 text writes them (sixteen_digits.hpp),
+// with OpenMetrics' spelling of NaN.
 void write_number(std::string& out, double v) {
   if (std::isnan(v)) {
     out += "NaN";
@@ -177,14 +177,6 @@ void write_exemplar(std::string& out, const metrics::Exemplar& e) {
   write_chars(out, e.timestamp, std::chars_format::fixed, 3);
 }
 
-// Each bound as written, once per family: every series of it shares them.
-std::vector<std::string> bound_texts(const metrics::FamilySnapshot& f) {
-  const std::vector<double>& bounds = f.series.front().histogram.upper_bounds;
-  std::vector<std::string> texts(bounds.size() + 1);
-  for (std::size_t i = 0; i < texts.size(); ++i) write_number(texts[i], i < bounds.size() ? bounds[i] : INFINITY);
-  return texts;
-}
-
 // One line: name, suffix, labels (with `le` when given), the value to come.
 void write_sample_start(std::string& out, std::string_view name, std::string_view suffix, std::string_view labels,
                         const std::string* le = nullptr) {
@@ -225,7 +217,7 @@ void write_family(std::string& out, const metrics::FamilySnapshot& f) {
   write_escaped(out, f.help);
   out += '\n';
   const bool histogram = f.type == metrics::MetricType::histogram;
-  const std::vector<std::string> bounds = histogram ? bound_texts(f) : std::vector<std::string>{};
+  const std::vector<std::string> bounds = histogram ? bucket_bound_texts(f) : std::vector<std::string>{};
   const std::string_view suffix = f.type == metrics::MetricType::counter ? "_total" : "";
   std::string block;  // reused by every series, so its buffer is allocated once
   for (const auto& s : f.series) {

@@ -161,9 +161,7 @@ Block* CachingHostAllocator::Impl::take_local(BlockPool& pool, std::uint32_t cls
   if (slot.count > 0 && slot.credit() > 0) [[likely]] {
     Block* b = slot.blocks[--slot.count];  // spends a credit
     tc->lock.owner_unlock();
-    if (capped()) [[unlikely]]
-      thread_cached_bytes.fetch_sub(static_cast<std::int64_t>(b->size));
-    return b;
+    return uncache(b);
   }
   const bool uncredited = slot.count > 0;
   tc->lock.owner_unlock();

@@ -68,9 +68,7 @@ void CachingHostAllocator::Impl::drain_cache(ThreadCache& tc) {
   for (auto& slot : tc.slots) {
     const int credits = slot.credit();  // the blocks leave, the credits stay
     while (slot.count > 0) {
-      Block* b = slot.blocks[--slot.count];
-      if (capped()) thread_cached_bytes.fetch_sub(static_cast<std::int64_t>(b->size), std::memory_order_relaxed);
-      push_central(default_pool, b, true, true);
+      push_central(default_pool, uncache(slot.blocks[--slot.count]), true, true);
     }
     slot.set_credit(credits);
   }
