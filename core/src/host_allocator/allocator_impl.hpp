@@ -256,6 +256,56 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   ~Impl();
 
   // allocate / free
+  // allocate()'s common case, whole and inline: a credited block of the
+  // calling thread's cache, handed out under the cache's owner side alone,
+  // writing only the thread's own lines. Null when anything else must come
+  // first (a capture allocating to a private pool, events to poll, no cache
+  // yet, an empty or uncredited slot): allocate_slow() does it all then.
+  Block* take_cached(std::uint32_t cls, std::size_t size) noexcept {
+    if (tl_cache_owner != id || !captures_empty.load(std::memory_order_relaxed)) return nullptr;
+    if (!config.background_thread && default_pool.pending.load(std::memory_order_relaxed) > 0) return nullptr;
+    ThreadCache& tc = *tl_cache;
+    if (!tc.lock.owner_try_lock()) return nullptr;
+    auto& slot = tc.slots[cls];  // a class above ThreadCache::kMaxBlock: always empty
+    Block* b = nullptr;
+    if (slot.count > 0 && slot.credit() > 0) [[likely]]
+      b = slot.blocks[--slot.count];  // spends a credit
+    tc.lock.owner_unlock();
+    if (b == nullptr) return nullptr;
+    uncache(b);
+    hand_out(b, size, false);
+    bump(slot.hits, 1);
+    bump(tc.requested_bytes, size);
+    return b;
+  }
+  [[gnu::noinline]] Block* allocate_slow(std::size_t size, std::uint32_t cls);
+  // free()'s common case: into the calling thread's cache, when the block
+  // may go there and its slot has room.
+  bool keep_cached(ThreadCache& tc, Block* b) noexcept {
+    if (b->pool != PoolId{} || b->size > ThreadCache::kMaxBlock || !tc.lock.owner_try_lock()) return false;
+    auto& slot = tc.slots[b->cls];
+    const bool kept = slot.count < config.thread_cache;
+    if (kept) {
+      // A load, not an increment: blocks freed at once may share a tick.
+      b->freed_tick = 2 * tick.load(std::memory_order_relaxed) + 1;
+      slot.blocks[slot.count++] = b;  // earns a credit
+      // Counted before unlocking: once unlocked, empty_cache() or a trim
+      // may drain the slot and free the block.
+      if (capped()) note_cached(b->size);
+    }
+    tc.lock.owner_unlock();
+    return kept;
+  }
+  // No lock: the block is on no list, so only this caller can see it until
+  // allocate() returns; record_stream and free come after, in its order.
+  void hand_out(Block* b, std::size_t size, bool captured) noexcept {
+    b->use.store(Block::kHandedOut, std::memory_order_relaxed);
+    b->owner.store(thread_token(), std::memory_order_relaxed);
+    b->captured = captured;
+    b->requested.store(size, std::memory_order_relaxed);
+    if (config.nvtx_mem_regions) [[unlikely]]
+      backend->mark_requested(b->ptr, size, b->size);
+  }
   Block* take_local(BlockPool& pool, std::uint32_t cls);
   bool cached_locally(BlockPool& pool, std::uint32_t cls);  // whether take_local would find one
   Block* take_central(BlockPool& pool, std::uint32_t cls);
@@ -271,7 +321,6 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   template <class Fn>
   void for_each_block(Fn fn);
   void on_allocated(Block* b, std::size_t size, bool hit, bool captured);
-  void return_free(Block* b, ThreadCache* tc);  // tc: the caller's local_cache()
   void note_cached(std::size_t bytes);          // under a cap: a block of `bytes` went into a thread cache
   void count_free(const BlockPool& pool, std::int64_t bytes);  // on pool's shared lists: +bytes
   void count_doomed(const BlockPool& pool, const Block& b);    // off them, to be deallocated
@@ -286,7 +335,11 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   void reclaim_credits_if_needed(std::uint32_t cls);
   // A thread-cache hit with no credit to spend (after reclaim_credits).
   [[gnu::noinline]] Block* take_local_uncredited(ThreadCache& tc, std::uint32_t cls);
-  Block* uncache(Block* b);  // b (or null) left a thread cache: under a cap, counts it out
+  // b (or null) left a thread cache: under a cap, counts it out.
+  Block* uncache(Block* b) noexcept {
+    if (b != nullptr && capped()) thread_cached_bytes.fetch_sub(static_cast<std::int64_t>(b->size));
+    return b;
+  }
   // Moves the credits of `cls` from every cache into slack; caller holds the
   // caches and r.mu.
   void reclaim_credits(std::uint32_t cls, ClassRecord& r);

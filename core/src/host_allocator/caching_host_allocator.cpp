@@ -100,11 +100,18 @@ HostAllocation CachingHostAllocator::allocate(std::size_t size) {
     throw ConfigError("glassbox host allocator: allocate(" + std::to_string(size) + ") exceeds the largest request, " +
                       std::to_string(SizeClasses::kMaxRequest) + " bytes");
   }
-  std::uint32_t cls = a.classes.index(size);
-  BlockPool* pool = &a.default_pool;
+  const std::uint32_t cls = a.classes.index(size);
+  if (Block* b = a.take_cached(cls, size)) [[likely]]
+    return {b->ptr, b};
+  Block* b = a.allocate_slow(size, cls);
+  return {b->ptr, b};
+}
+
+Block* CachingHostAllocator::Impl::allocate_slow(std::size_t size, std::uint32_t cls) {
+  BlockPool* pool = &default_pool;
   bool capturing = false;
-  if (!a.captures_empty.load(std::memory_order_relaxed)) [[unlikely]] {
-    std::tie(pool, capturing) = a.pool_for_current_stream();
+  if (!captures_empty.load(std::memory_order_relaxed)) [[unlikely]] {
+    std::tie(pool, capturing) = pool_for_current_stream();
   }
   // As the seed: poll events, then take a cached block. The poll never fills
   // a thread cache, so whether the thread's cache holds a block of the class
@@ -114,30 +121,23 @@ HostAllocation CachingHostAllocator::allocate(std::size_t size) {
   // events are polled there; private pools never have a thread (capture
   // records no events anyway).
   Block* b = nullptr;
-  if ((!a.config.background_thread || pool != &a.default_pool) && pool->pending.load(std::memory_order_relaxed) > 0) {
-    b = a.process_events(*pool, -1, a.cached_locally(*pool, cls) ? Impl::kNoClass : cls);
+  if ((!config.background_thread || pool != &default_pool) && pool->pending.load(std::memory_order_relaxed) > 0) {
+    b = process_events(*pool, -1, cached_locally(*pool, cls) ? Impl::kNoClass : cls);
   }
-  if (b == nullptr) b = a.take_local(*pool, cls);
-  if (b == nullptr) b = a.take_central(*pool, cls);
+  if (b == nullptr) b = take_local(*pool, cls);
+  if (b == nullptr) b = take_central(*pool, cls);
   bool hit = b != nullptr;
   if (!hit) {
-    if (a.config.background_thread) a.start_background_thread();
-    a.trim_to_cap();  // before the cache grows by a new block
-    b = a.create_block(size, cls, *pool);
+    if (config.background_thread) start_background_thread();
+    trim_to_cap();  // before the cache grows by a new block
+    b = create_block(size, cls, *pool);
   }
-  a.on_allocated(b, size, hit, capturing);
-  return {b->ptr, b};
+  on_allocated(b, size, hit, capturing);
+  return b;
 }
 
 void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool hit, bool captured) {
-  // No lock: the block is on no list, so only this caller can see it until
-  // allocate() returns; record_stream and free come after, in its order.
-  b->use.store(Block::kHandedOut, std::memory_order_relaxed);
-  b->owner.store(thread_token(), std::memory_order_relaxed);
-  b->captured = captured;
-  b->requested.store(size, std::memory_order_relaxed);
-  if (config.nvtx_mem_regions) [[unlikely]]
-    backend->mark_requested(b->ptr, size, b->size);
+  hand_out(b, size, captured);
   ThreadCache* tc = local_cache();
   if (!hit) {
     class_counts(b->cls).misses.inc();
@@ -206,11 +206,6 @@ Block* CachingHostAllocator::Impl::take_local_uncredited(ThreadCache& tc, std::u
     count_handed_out(r);
   });
   return uncache(b);
-}
-
-Block* CachingHostAllocator::Impl::uncache(Block* b) {
-  if (b != nullptr && capped()) thread_cached_bytes.fetch_sub(static_cast<std::int64_t>(b->size));
-  return b;
 }
 
 void CachingHostAllocator::Impl::count_handed_out(ClassRecord& r) {
@@ -334,8 +329,10 @@ void CachingHostAllocator::free(void* ctx) {
   } else {
     a.class_counts(b->cls).freed.inc();
   }
-  if (!a.settle_free(b)) return a.return_free(b, tc);
-  a.free_with_streams(b);
+  if (a.settle_free(b)) return a.free_with_streams(b);
+  if (tc != nullptr && a.keep_cached(*tc, b)) [[likely]]
+    return;
+  a.push_central(a.pool_of(b), b);
 }
 
 bool CachingHostAllocator::Impl::settle_free(Block* b) {
@@ -441,26 +438,6 @@ void CachingHostAllocator::Impl::retire(Block* b, metrics::Counter& reason) {
     first = !std::exchange(b->retired, true);
   }
   if (first) reason.inc();
-}
-
-void CachingHostAllocator::Impl::return_free(Block* b, ThreadCache* tc) {
-  if (b->pool == PoolId{} && b->size <= ThreadCache::kMaxBlock) {
-    if (tc != nullptr && tc->lock.owner_try_lock()) {
-      auto& slot = tc->slots[b->cls];
-      const bool kept = slot.count < config.thread_cache;
-      if (kept) {
-        // A load, not an increment: blocks freed at once may share a tick.
-        b->freed_tick = 2 * tick.load(std::memory_order_relaxed) + 1;
-        slot.blocks[slot.count++] = b;  // earns a credit
-        // Counted before unlocking: once unlocked, empty_cache() or a trim
-        // may drain the slot and free the block.
-        if (capped()) note_cached(b->size);
-      }
-      tc->lock.owner_unlock();
-      if (kept) return;
-    }
-  }
-  push_central(pool_of(b), b);
 }
 
 void CachingHostAllocator::Impl::push_central(BlockPool& pool, Block* b, bool stamped, bool from_thread_cache) {

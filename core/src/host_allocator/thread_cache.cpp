@@ -62,7 +62,7 @@ ThreadCache* CachingHostAllocator::Impl::find_local_cache() {
 
 // Moves a cache's blocks to the shared free lists. Caller holds caches_mu
 // and either is the cache's owner or holds tc.lock on the remote side.
-// Each block keeps the tick it was freed at (return_free), so the trim's
+// Each block keeps the tick it was freed at (keep_cached), so the trim's
 // least-recently-freed order holds across caches.
 void CachingHostAllocator::Impl::drain_cache(ThreadCache& tc) {
   for (auto& slot : tc.slots) {
