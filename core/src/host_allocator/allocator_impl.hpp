@@ -321,7 +321,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   template <class Fn>
   void for_each_block(Fn fn);
   void on_allocated(Block* b, std::size_t size, bool hit, bool captured);
-  void note_cached(std::size_t bytes);          // under a cap: a block of `bytes` went into a thread cache
+  void note_cached(std::size_t bytes);  // under a cap: a block of `bytes` went into a thread cache
   void count_free(const BlockPool& pool, std::int64_t bytes);  // on pool's shared lists: +bytes
   void count_doomed(const BlockPool& pool, const Block& b);    // off them, to be deallocated
   // `stamped`: b->freed_tick is set already (see process_events).
