@@ -181,6 +181,8 @@ struct alignas(64) ThreadCache {
     // `count` alone and this only changes off that path.
     int credit_less_count = 0;
     int credit() const noexcept { return count + credit_less_count; }
+    // A block that spends a credit, or null (none cached, or none credited).
+    Block* pop_credited() noexcept { return count > 0 && credit() > 0 ? blocks[--count] : nullptr; }
     void set_credit(int credits) noexcept { credit_less_count = credits - count; }
     Block* blocks[kCapacity];
     std::atomic<std::uint64_t> hits{0};   // this thread's allocate() hits (any pool, any size)
@@ -267,9 +269,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
     ThreadCache& tc = *tl_cache;
     if (!tc.lock.owner_try_lock()) return nullptr;
     auto& slot = tc.slots[cls];  // a class above ThreadCache::kMaxBlock: always empty
-    Block* b = nullptr;
-    if (slot.count > 0 && slot.credit() > 0) [[likely]]
-      b = slot.blocks[--slot.count];  // spends a credit
+    Block* b = slot.pop_credited();
     tc.lock.owner_unlock();
     if (b == nullptr) return nullptr;
     uncache(b);

@@ -158,8 +158,7 @@ Block* CachingHostAllocator::Impl::take_local(BlockPool& pool, std::uint32_t cls
   ThreadCache* tc = local_cache();
   if (tc == nullptr || !tc->lock.owner_try_lock()) return nullptr;
   auto& slot = tc->slots[cls];
-  if (slot.count > 0 && slot.credit() > 0) [[likely]] {
-    Block* b = slot.blocks[--slot.count];  // spends a credit
+  if (Block* b = slot.pop_credited()) [[likely]] {
     tc->lock.owner_unlock();
     return uncache(b);
   }
