@@ -82,6 +82,27 @@ class HostAllocatorTyped : public ::testing::Test {
     return static_cast<std::size_t>(stats().num_host_alloc);
   }
 
+  /// On one new thread per stream: allocates a block of each size, records
+  /// them on the stream and frees them. The streams are held by gates until
+  /// every thread is done (no thread can poll another's events complete),
+  /// then waited for.
+  void free_on_threads(std::vector<Stream>& streams, std::vector<std::size_t> sizes) {
+    std::vector<std::unique_ptr<Gate>> gates;
+    for (Stream& s : streams) gates.push_back(std::make_unique<Gate>(s.native()));
+    std::vector<std::thread> threads;
+    for (Stream& s : streams) {
+      threads.emplace_back([this, &s, &sizes] {
+        std::vector<host_allocator::HostAllocation> held;
+        for (std::size_t size : sizes) held.push_back(allocate(size));
+        for (auto a : held) record(a, s);
+        for (auto a : held) this->free(a);
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (auto& g : gates) g->open();
+    for (Stream& s : streams) s.synchronize();
+  }
+
   /// Requests, hits, blocks and peaks of one class, under config `conf`.
   void expect_stats_count(const char* conf) {
     make(conf);
@@ -318,6 +339,35 @@ TYPED_TEST_P(HostAllocatorTyped, AThreadsCachedBlocksGoBackWhenItExits) {
   EXPECT_EQ(b.ptr, ptr);
   EXPECT_EQ(this->blocks_made(), 1u);
   this->free(b);
+}
+
+// Each thread queues the events of what it frees on its own shard and polls
+// that one first; the others are polled before a new block is made, and by
+// process_events(). Four threads free a block each on a stream; once the
+// streams are done, this thread's four allocations must reuse all four.
+TYPED_TEST_P(HostAllocatorTyped, BlocksOtherThreadsFreedOnStreamsAreReusedBeforeANewOne) {
+  this->make();
+  constexpr int kThreads = 4;
+  std::vector<typename TestFixture::Stream> streams(kThreads);
+  this->free_on_threads(streams, {4096});
+  std::vector<host_allocator::HostAllocation> again;
+  for (int i = 0; i < kThreads; ++i) again.push_back(this->allocate(4096));
+  EXPECT_EQ(this->blocks_made(), static_cast<std::size_t>(kThreads)) << "a block was made while one was reusable";
+  EXPECT_EQ(this->stats().pending_events, 0);
+  for (auto a : again) this->free(a);
+}
+
+TYPED_TEST_P(HostAllocatorTyped, ProcessEventsPollsWhatEveryThreadFreed) {
+  this->make("thread_cache:0");
+  constexpr int kThreads = 4;
+  std::vector<typename TestFixture::Stream> streams(kThreads);
+  this->free_on_threads(streams, {10000, 100});
+  this->allocator->process_events_for_size(10000);
+  EXPECT_EQ(this->stats().pending_events, 2 * kThreads - 1) << "one 16 KiB block, wherever it was queued";
+  EXPECT_EQ(this->stats().cached_blocks, 1);
+  this->allocator->process_events();
+  EXPECT_EQ(this->stats().pending_events, 0);
+  EXPECT_EQ(this->stats().cached_blocks, 2 * kThreads);
 }
 
 TYPED_TEST_P(HostAllocatorTyped, CapturePoolsAreKeptApartFromTheDefaultPool) {
@@ -599,7 +649,9 @@ REGISTER_TYPED_TEST_SUITE_P(HostAllocatorTyped, ZeroBytesGivesNull, ABlockUsedOn
                             AFreedBlockIsNotReusedWhileQueuedWorkStillReadsIt, WithoutRecordStreamTheOverwriteIsVisible,
                             RecordStreamFindsABlockByPointer, ProcessEventsForOneSizeFreesOnlyThatSize,
                             EmptyCacheReleasesOnlyFreeBlocks, EmptyCacheTakesBlocksFromOtherThreadsCaches,
-                            AThreadsCachedBlocksGoBackWhenItExits, CapturePoolsAreKeptApartFromTheDefaultPool,
+                            AThreadsCachedBlocksGoBackWhenItExits,
+                            BlocksOtherThreadsFreedOnStreamsAreReusedBeforeANewOne,
+                            ProcessEventsPollsWhatEveryThreadFreed, CapturePoolsAreKeptApartFromTheDefaultPool,
                             ABlockUsedDuringCaptureIsNeverRecycled, AllocatingToAPrivatePoolOutsideCaptureWarnsOnce,
                             ABackgroundThreadProcessesEvents, MaxCachedBytesTrimsTheLeastRecentlyFreed,
                             APollHandsTheLastFreedBlockOfTheSizeToItsAllocate,

@@ -161,8 +161,10 @@ CachingHostAllocator::Impl::~Impl() {
     for (auto& slot : tc.slots) slot.count = 0;  // their blocks go below, with the pool's
   });
   auto release_all = [this](BlockPool& pool) {
-    for (auto& [event, block] : pool.events) backend->release_event(event);
-    m.pending_events.add(-static_cast<std::int64_t>(pool.events.size()));
+    for (EventShard& shard : pool.shards) {
+      for (auto& [event, block] : shard.events) backend->release_event(event);
+      m.pending_events.add(-static_cast<std::int64_t>(shard.events.size()));
+    }
     for (Block* b : pool.blocks) {
       backend->deallocate(b->ptr, b->size);
       delete b;

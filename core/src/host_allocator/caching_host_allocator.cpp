@@ -30,7 +30,7 @@ std::string pool_text(PoolId id) { return "(" + std::to_string(id.first) + "," +
 }  // namespace
 
 Tracks::Tracks(std::uint64_t allocator_id, const std::atomic<std::int64_t>& default_free_bytes,
-               const std::atomic<std::int64_t>& default_pending)
+               const BlockPool& default_pool)
     : reserved("glassbox.host.reserved_bytes #" + std::to_string(allocator_id),
                [this] { return reserved_bytes.load(std::memory_order_relaxed); }),
       cached("glassbox.host.cached_bytes #" + std::to_string(allocator_id),
@@ -44,8 +44,8 @@ Tracks::Tracks(std::uint64_t allocator_id, const std::atomic<std::int64_t>& defa
                       default_free_bytes.load(std::memory_order_relaxed) -
                       private_free_bytes.load(std::memory_order_relaxed);
              }),
-      pending_events("glassbox.host.pending_events #" + std::to_string(allocator_id), [this, &default_pending] {
-        return default_pending.load(std::memory_order_relaxed) + private_pending.load(std::memory_order_relaxed);
+      pending_events("glassbox.host.pending_events #" + std::to_string(allocator_id), [this, &default_pool] {
+        return default_pool.pending() + private_pending.load(std::memory_order_relaxed);
       }) {}
 
 void Tracks::reserved_changed(std::int64_t bytes) noexcept {
@@ -113,19 +113,21 @@ Block* CachingHostAllocator::Impl::allocate_slow(std::size_t size, std::uint32_t
   if (!captures_empty.load(std::memory_order_relaxed)) [[unlikely]] {
     std::tie(pool, capturing) = pool_for_current_stream();
   }
-  // As the seed: poll events, then take a cached block. The poll never fills
-  // a thread cache, so whether the thread's cache holds a block of the class
-  // tells the poll whether to hand over one it frees. Polling first keeps
-  // the handed-out peak exact: the blocks the poll frees are free before
-  // this one is handed out. With a background thread the default pool's
-  // events are polled there; private pools never have a thread (capture
-  // records no events anyway).
+  // As the seed: poll events, then take a cached block; but only the
+  // thread's own shard of the events first, and the other shards only
+  // before making a new block. The poll never fills a thread cache, so
+  // whether the thread's cache holds a block of the class tells the poll
+  // whether to hand over one it frees. With a background thread the default
+  // pool's events are polled there; private pools never have a thread
+  // (capture records no events anyway).
   Block* b = nullptr;
-  if ((!config.background_thread || pool != &default_pool) && pool->pending.load(std::memory_order_relaxed) > 0) {
-    b = process_events(*pool, -1, cached_locally(*pool, cls) ? Impl::kNoClass : cls);
+  const bool polls = !config.background_thread || pool != &default_pool;
+  if (EventShard& own = pool->own_shard(); polls && own.pending.load(std::memory_order_relaxed) > 0) {
+    b = process_shard(*pool, own, -1, cached_locally(*pool, cls) ? Impl::kNoClass : cls);
   }
   if (b == nullptr) b = take_local(*pool, cls);
   if (b == nullptr) b = take_central(*pool, cls);
+  if (b == nullptr && polls) b = process_other_shards(*pool, cls);
   bool hit = b != nullptr;
   if (!hit) {
     if (config.background_thread) start_background_thread();
@@ -420,9 +422,10 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
   }
   BlockPool& pool = pool_of(b);
   {
-    std::lock_guard lock(pool.events_mu);
-    for (EventId e : events) pool.events.emplace_front(e, b);
-    pool.pending.fetch_add(static_cast<std::int64_t>(events.size()), std::memory_order_relaxed);
+    EventShard& shard = pool.own_shard();
+    std::lock_guard lock(shard.mu);
+    for (EventId e : events) shard.events.emplace_front(e, b);
+    shard.pending.fetch_add(static_cast<std::int64_t>(events.size()), std::memory_order_relaxed);
   }
   m.pending_events.add(static_cast<std::int64_t>(events.size()));
   tracks.pending_changed(pool, static_cast<std::int64_t>(events.size()));

@@ -1,5 +1,5 @@
-// Pending events: polled in the seed's order, in allocate() or on a
-// background thread.
+// Pending events: polled in the seed's order, shard by shard, in allocate()
+// or on a background thread.
 #include <chrono>
 #include <optional>
 
@@ -11,58 +11,66 @@ namespace {
 
 // Puts an entry back where the walk found it should go: the back (the oldest
 // end, seen first next time) or the front (behind the rest of this walk).
-void put_back(BlockPool& pool, std::pair<EventId, Block*> entry, bool at_back) {
-  std::lock_guard lock(pool.events_mu);
+void put_back(EventShard& shard, std::pair<EventId, Block*> entry, bool at_back) {
+  std::lock_guard lock(shard.mu);
   if (at_back) {
-    pool.events.push_back(entry);
+    shard.events.push_back(entry);
   } else {
-    pool.events.push_front(entry);
+    shard.events.push_front(entry);
   }
 }
 
-std::optional<std::pair<EventId, Block*>> pop_oldest(BlockPool& pool) {
-  std::lock_guard lock(pool.events_mu);
-  if (pool.events.empty()) return std::nullopt;
-  auto entry = pool.events.back();
-  pool.events.pop_back();
+std::optional<std::pair<EventId, Block*>> pop_oldest(EventShard& shard) {
+  std::lock_guard lock(shard.mu);
+  if (shard.events.empty()) return std::nullopt;
+  auto entry = shard.events.back();
+  shard.events.pop_back();
   return entry;
 }
 
 }  // namespace
 
+std::uint32_t BlockPool::next_event_shard() noexcept {
+  static std::atomic<std::uint32_t> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed) % kEventShards + 1;
+}
+
+thread_local constinit std::uint32_t tl_event_shard = 0;
+
 // size == -1: walk from the oldest event and stop at the first that has not
 // completed (later ones are younger: most likely not complete either).
-// size >= 0: look only at blocks of that class, skipping the rest, and stop
+// size >= 0: look only at blocks of that size, skipping the rest, and stop
 // once one block becomes free or every event has been looked at.
 // The last block of class `wanted` to become free is returned instead of
 // going to the free list, from whose back the allocate() asking would take it
 // next anyway: the hand-over saves two trips through the list's and the
 // class's locks. One set aside and then replaced goes to the list stamped
 // with when it became free, so the LRU trim sees the order it would have.
-Block* CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t size, std::uint32_t wanted) {
+Block* CachingHostAllocator::Impl::process_shard(BlockPool& pool, EventShard& shard, std::int64_t size,
+                                                 std::uint32_t wanted) {
   Block* kept = nullptr;
   std::size_t max_events = 0;
   if (size != -1) {
-    std::lock_guard lock(pool.events_mu);
-    max_events = pool.events.size();
+    std::lock_guard lock(shard.mu);
+    max_events = shard.events.size();
   }
   for (std::size_t seen = 0;; ++seen) {
-    auto entry = pop_oldest(pool);
+    auto entry = pop_oldest(shard);
     if (!entry) return kept;
     Block* b = entry->second;
     if (size != -1) {
       if (seen > max_events) {
-        put_back(pool, *entry, false);
+        put_back(shard, *entry, false);
         return kept;
       }
       if (static_cast<std::size_t>(size) != b->size) {
-        put_back(pool, *entry, false);
+        put_back(shard, *entry, false);
         continue;
       }
     }
     const EventPoll poll = backend->query_event(entry->first);
     if (poll.status == EventPoll::pending) {
-      put_back(pool, *entry, size == -1);
+      put_back(shard, *entry, size == -1);
       if (size == -1) return kept;
       continue;
     }
@@ -89,11 +97,37 @@ Block* CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t 
       }
     }
     // Last: once the backlog reads zero, every block it held is reusable.
-    const bool backlog_gone = pool.pending.fetch_sub(1, std::memory_order_release) == 1;
+    const bool backlog_gone = shard.pending.fetch_sub(1, std::memory_order_release) == 1;
     m.pending_events.add(-1);
     tracks.pending_changed(pool, -1);
     if ((available && size != -1) || backlog_gone) return kept;
   }
+}
+
+// The calling thread's shard first: the blocks it freed are the ones it
+// most likely asks for again. The block kept for `wanted` is the last one
+// found, as within a shard; an earlier one goes to the free list.
+Block* CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t size, std::uint32_t wanted) {
+  EventShard& own = pool.own_shard();
+  Block* kept = process_shard(pool, own, size, wanted);
+  for (EventShard& shard : pool.shards) {
+    if (size != -1 && kept != nullptr) break;  // a sized poll looks for one block
+    if (&shard == &own || shard.pending.load(std::memory_order_relaxed) == 0) continue;
+    Block* b = process_shard(pool, shard, size, wanted);
+    if (b == nullptr) continue;
+    if (kept != nullptr) push_central(pool, kept, true);
+    kept = b;
+  }
+  return kept;
+}
+
+Block* CachingHostAllocator::Impl::process_other_shards(BlockPool& pool, std::uint32_t wanted) {
+  const EventShard& own = pool.own_shard();
+  for (EventShard& shard : pool.shards) {
+    if (&shard == &own || shard.pending.load(std::memory_order_relaxed) == 0) continue;
+    if (Block* b = process_shard(pool, shard, -1, wanted)) return b;
+  }
+  return nullptr;
 }
 
 void CachingHostAllocator::process_events() {
@@ -103,7 +137,10 @@ void CachingHostAllocator::process_events() {
 
 void CachingHostAllocator::process_events_for_size(std::size_t size) {
   if (size == 0) return;
-  impl_->process_events(impl_->default_pool, static_cast<std::int64_t>(round_size(size)));
+  Impl& a = *impl_;
+  if (Block* b = a.process_events(a.default_pool, static_cast<std::int64_t>(round_size(size)), a.classes.index(size))) {
+    a.push_central(a.default_pool, b, true);
+  }
 }
 
 // Polls the default pool every 100 us while events are pending, and trims
@@ -114,7 +151,7 @@ void CachingHostAllocator::Impl::start_background_thread() {
     background = std::thread([this] {
       std::unique_lock lock(background_mu);
       while (background_active) {
-        if (default_pool.pending.load(std::memory_order_relaxed) == 0 && !over_cap()) {
+        if (default_pool.pending() == 0 && !over_cap()) {
           background_cv.wait_for(lock, std::chrono::milliseconds(10));
           continue;
         }

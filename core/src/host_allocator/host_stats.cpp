@@ -88,9 +88,9 @@ HostStats CachingHostAllocator::Impl::stats() {
     out.host_alloc_time = a.host_alloc_time;
     out.host_free_time = a.host_free_time;
   });
-  out.pending_events = a.default_pool.pending.load();
+  out.pending_events = a.default_pool.pending();
   std::shared_lock lock(a.instance_mu);
-  for (auto& entry : a.private_pools) out.pending_events += entry.second->blocks.pending.load();
+  for (auto& entry : a.private_pools) out.pending_events += entry.second->blocks.pending();
   return out;
 }
 
