@@ -132,8 +132,9 @@ class CachingHostAllocator {
   /// is not counted, `freed` is, as record_stream()'s.
   RecordOutcome try_record_stream(void* ptr, void* ctx, StreamId stream);
 
-  /// Polls the default pool's pending events, oldest first, stopping at the
-  /// first that has not completed, then trims the cache to max_cached_bytes.
+  /// Polls the default pool's pending events, every thread's shard of them
+  /// (the calling thread's first), each oldest first, stopping at the first
+  /// that has not completed; then trims the cache to max_cached_bytes.
   /// Never throws for a failed poll.
   void process_events();
   /// Polls pending events of `size`'s class only, until one block of that
