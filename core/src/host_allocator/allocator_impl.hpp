@@ -398,12 +398,15 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
 
   // events
   static constexpr std::uint32_t kNoClass = SizeClasses::kCount;
-  // Every shard of `pool`, the calling thread's first; see process_shard.
-  Block* process_events(BlockPool& pool, std::int64_t size, std::uint32_t wanted = kNoClass);
+  // Polls one shard (events.cpp says how); returns a block of class
+  // `wanted` it freed, or null.
   Block* process_shard(BlockPool& pool, EventShard& shard, std::int64_t size, std::uint32_t wanted);
-  // The shards of `pool` but the calling thread's, until one frees a block
-  // of class `wanted` (returned): before a new block is made.
-  Block* process_other_shards(BlockPool& pool, std::uint32_t wanted);
+  // Every shard of `pool`, the calling thread's first, until one returns a
+  // block of class `wanted`.
+  Block* process_events(BlockPool& pool, std::int64_t size, std::uint32_t wanted = kNoClass);
+  // The same but for the calling thread's shard: allocate() polls these
+  // only before it would make a new block.
+  Block* process_other_shards(BlockPool& pool, std::int64_t size, std::uint32_t wanted);
   void start_background_thread();
 
   // thread caches

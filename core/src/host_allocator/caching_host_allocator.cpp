@@ -127,7 +127,7 @@ Block* CachingHostAllocator::Impl::allocate_slow(std::size_t size, std::uint32_t
   }
   if (b == nullptr) b = take_local(*pool, cls);
   if (b == nullptr) b = take_central(*pool, cls);
-  if (b == nullptr && polls) b = process_other_shards(*pool, cls);
+  if (b == nullptr && polls) b = process_other_shards(*pool, -1, cls);
   bool hit = b != nullptr;
   if (!hit) {
     if (config.background_thread) start_background_thread();

@@ -105,27 +105,18 @@ Block* CachingHostAllocator::Impl::process_shard(BlockPool& pool, EventShard& sh
 }
 
 // The calling thread's shard first: the blocks it freed are the ones it
-// most likely asks for again. The block kept for `wanted` is the last one
-// found, as within a shard; an earlier one goes to the free list.
+// most likely asks for again.
 Block* CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t size, std::uint32_t wanted) {
   EventShard& own = pool.own_shard();
-  Block* kept = process_shard(pool, own, size, wanted);
-  for (EventShard& shard : pool.shards) {
-    if (size != -1 && kept != nullptr) break;  // a sized poll looks for one block
-    if (&shard == &own || shard.pending.load(std::memory_order_relaxed) == 0) continue;
-    Block* b = process_shard(pool, shard, size, wanted);
-    if (b == nullptr) continue;
-    if (kept != nullptr) push_central(pool, kept, true);
-    kept = b;
-  }
-  return kept;
+  if (Block* b = process_shard(pool, own, size, wanted)) return b;
+  return process_other_shards(pool, size, wanted);
 }
 
-Block* CachingHostAllocator::Impl::process_other_shards(BlockPool& pool, std::uint32_t wanted) {
+Block* CachingHostAllocator::Impl::process_other_shards(BlockPool& pool, std::int64_t size, std::uint32_t wanted) {
   const EventShard& own = pool.own_shard();
   for (EventShard& shard : pool.shards) {
     if (&shard == &own || shard.pending.load(std::memory_order_relaxed) == 0) continue;
-    if (Block* b = process_shard(pool, shard, -1, wanted)) return b;
+    if (Block* b = process_shard(pool, shard, size, wanted)) return b;
   }
   return nullptr;
 }
