@@ -241,8 +241,13 @@ void CachingHostAllocator::Impl::reclaim_credits_if_needed(std::uint32_t cls) {
 }
 
 Block* CachingHostAllocator::Impl::take_central(BlockPool& pool, std::uint32_t cls) {
-  reclaim_credits_if_needed(cls);
   FreeList& fl = pool.classes[cls];
+  {
+    // An empty list hands nothing out: no reclaim (its heavy fence) for it.
+    std::lock_guard lock(fl.mu);
+    if (fl.blocks.empty()) return nullptr;
+  }
+  reclaim_credits_if_needed(cls);
   std::lock_guard lock(fl.mu);
   if (fl.blocks.empty()) return nullptr;
   Block* b = fl.blocks.back();
