@@ -89,15 +89,18 @@ class Model {
   bool private_released = false;
   std::map<std::size_t, std::int64_t> active_peak;  // per size, blocks handed out (in no list, no cache)
 
-  // Oldest first, stopping at the first event its stream has not passed.
-  void process(int pool, const std::vector<std::uint64_t>& completed) {
+  // Oldest first, stopping at the first event its stream has not passed, or
+  // once a block of `wanted` bytes became free (0: none wanted).
+  void process(int pool, const std::vector<std::uint64_t>& completed, std::size_t wanted = 0) {
     auto& q = events[pool];
     while (!q.empty()) {
       ModelEvent e = q.back();
       if (completed[static_cast<std::size_t>(e.stream)] < e.position) return;
       q.pop_back();
       ModelBlock& b = blocks.at(e.block);
-      if (--b.event_count == 0) free_lists[{pool, b.size}].push_back(e.block);
+      if (--b.event_count > 0) continue;
+      free_lists[{pool, b.size}].push_back(e.block);
+      if (b.size == wanted) return;
     }
   }
   // A block freed with no stream to wait for: the thread's cache if it has
@@ -199,7 +202,7 @@ class ModelHarness {
     std::size_t size = allocator_->round_size(request);
     int pool = capturing_ ? 1 : 0;
     int id = model_.take_cached(pool, size);
-    model_.process(pool, completed());
+    model_.process(pool, completed(), id < 0 ? size : 0);  // a cache hit wants no block from the poll
     if (id < 0) id = model_.take(pool, size);
     std::size_t allocations_before = backend_->allocations();
     gha::HostAllocation a;

@@ -38,14 +38,16 @@ std::uint32_t BlockPool::next_event_shard() noexcept {
 thread_local constinit std::uint32_t tl_event_shard = 0;
 
 // size == -1: walk from the oldest event and stop at the first that has not
-// completed (later ones are younger: most likely not complete either).
+// completed (later ones are younger: most likely not complete either), or
+// at the first block of class `wanted` to become free: the allocate() asking
+// takes it, and the younger events wait for the next poll rather than cost a
+// query each now (on the record path, the query of the event the last free
+// recorded, which has seldom completed: one driver call in three).
 // size >= 0: look only at blocks of that size, skipping the rest, and stop
 // once one block becomes free or every event has been looked at.
-// The last block of class `wanted` to become free is returned instead of
-// going to the free list, from whose back the allocate() asking would take it
-// next anyway: the hand-over saves two trips through the list's and the
-// class's locks. One set aside and then replaced goes to the list stamped
-// with when it became free, so the LRU trim sees the order it would have.
+// The block of class `wanted` is returned instead of going to the free list,
+// from whose back the allocate() asking would take it next anyway: the
+// hand-over saves two trips through the list's and the class's locks.
 Block* CachingHostAllocator::Impl::process_shard(BlockPool& pool, EventShard& shard, std::int64_t size,
                                                  std::uint32_t wanted) {
   Block* kept = nullptr;
@@ -91,16 +93,14 @@ Block* CachingHostAllocator::Impl::process_shard(BlockPool& pool, EventShard& sh
       if (b->cls != wanted) {
         push_central(pool, b);
       } else {
-        if (kept != nullptr) push_central(pool, kept, true);
         kept = b;
-        kept->freed_tick = 2 * tick.load(std::memory_order_relaxed);
       }
     }
     // Last: once the backlog reads zero, every block it held is reusable.
     const bool backlog_gone = shard.pending.fetch_sub(1, std::memory_order_release) == 1;
     m.pending_events.add(-1);
     tracks.pending_changed(pool, -1);
-    if ((available && size != -1) || backlog_gone) return kept;
+    if ((available && size != -1) || kept != nullptr || backlog_gone) return kept;
   }
 }
 
@@ -130,7 +130,7 @@ void CachingHostAllocator::process_events_for_size(std::size_t size) {
   if (size == 0) return;
   Impl& a = *impl_;
   if (Block* b = a.process_events(a.default_pool, static_cast<std::int64_t>(round_size(size)), a.classes.index(size))) {
-    a.push_central(a.default_pool, b, true);
+    a.push_central(a.default_pool, b);
   }
 }
 
