@@ -59,7 +59,7 @@ struct alignas(64) Block {
   bool retired = false;  // kept out of reuse for good, and counted so
   std::vector<StreamId> streams;
   int event_count = 0;
-  std::uint64_t freed_tick = 0;  // when it was last freed (odd; even: set aside by process_events)
+  std::uint64_t freed_tick = 0;  // when it was last freed (Impl::tick), for the LRU trim
   // For the OOM snapshot: bytes asked by its current user (atomic, as the
   // snapshot reads it while another thread may hand the block out).
   std::atomic<std::size_t> requested{0};
@@ -318,7 +318,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
     const bool kept = slot.count < config.thread_cache;
     if (kept) {
       // A load, not an increment: blocks freed at once may share a tick.
-      b->freed_tick = 2 * tick.load(std::memory_order_relaxed) + 1;
+      b->freed_tick = tick.load(std::memory_order_relaxed);
       slot.blocks[slot.count++] = b;  // earns a credit
       // Counted before unlocking: once unlocked, empty_cache() or a trim
       // may drain the slot and free the block.
@@ -355,7 +355,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   void note_cached(std::size_t bytes);  // under a cap: a block of `bytes` went into a thread cache
   void count_free(const BlockPool& pool, std::int64_t bytes);  // on pool's shared lists: +bytes
   void count_doomed(const BlockPool& pool, const Block& b);    // off them, to be deallocated
-  // `stamped`: b->freed_tick is set already (see process_events).
+  // `stamped`: b->freed_tick is set already (a thread cache's block, stamped when cached).
   // `from_thread_cache`: the block was free already (drain_cache), not
   // handed out, so the handed-out count does not change.
   void push_central(BlockPool& pool, Block* b, bool stamped = false, bool from_thread_cache = false);

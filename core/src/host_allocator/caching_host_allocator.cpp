@@ -453,7 +453,7 @@ void CachingHostAllocator::Impl::push_central(BlockPool& pool, Block* b, bool st
   {
     FreeList& fl = pool.classes[b->cls];
     std::lock_guard lock(fl.mu);
-    if (!stamped) b->freed_tick = 2 * tick.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (!stamped) b->freed_tick = tick.fetch_add(1, std::memory_order_relaxed);
     fl.blocks.push_back(b);
     ClassRecord& r = records[b->cls];
     std::lock_guard stats(r.mu);

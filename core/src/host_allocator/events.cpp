@@ -41,8 +41,8 @@ thread_local constinit std::uint32_t tl_event_shard = 0;
 // completed (later ones are younger: most likely not complete either), or
 // at the first block of class `wanted` to become free: the allocate() asking
 // takes it, and the younger events wait for the next poll rather than cost a
-// query each now (on the record path, the query of the event the last free
-// recorded, which has seldom completed: one driver call in three).
+// query each now (on the record path: the event the last free() recorded,
+// often not complete yet, was queried by every allocate()).
 // size >= 0: look only at blocks of that size, skipping the rest, and stop
 // once one block becomes free or every event has been looked at.
 // The block of class `wanted` is returned instead of going to the free list,
