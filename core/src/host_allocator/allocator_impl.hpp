@@ -404,7 +404,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // Every shard of `pool`, the calling thread's first, until one returns a
   // block of class `wanted`.
   Block* process_events(BlockPool& pool, std::int64_t size, std::uint32_t wanted = kNoClass);
-  // The same but for the calling thread's shard: allocate() polls these
+  // The same, skipping the calling thread's shard: allocate() polls these
   // only before it would make a new block.
   Block* process_other_shards(BlockPool& pool, std::int64_t size, std::uint32_t wanted);
   void start_background_thread();

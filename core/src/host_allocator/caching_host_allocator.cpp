@@ -115,9 +115,12 @@ Block* CachingHostAllocator::Impl::allocate_slow(std::size_t size, std::uint32_t
   }
   // As the seed: poll events, then take a cached block; but only the
   // thread's own shard of the events first, and the other shards only
-  // before making a new block. The poll never fills a thread cache, so
-  // whether the thread's cache holds a block of the class tells the poll
-  // whether to hand over one it frees. With a background thread the default
+  // before making a new block. Polling first keeps the handed-out peak
+  // exact: what the poll frees is free before this block is handed out (a
+  // block waiting in another shard counts as handed out until a poll frees
+  // it). The poll never fills a thread cache, so whether the thread's cache
+  // holds a block of the class tells the poll whether to hand over one it
+  // frees. With a background thread the default
   // pool's events are polled there; private pools never have a thread
   // (capture records no events anyway).
   Block* b = nullptr;
