@@ -513,11 +513,9 @@ TYPED_TEST_P(HostAllocatorTyped, MaxCachedBytesTrimsTheLeastRecentlyFreed) {
   EXPECT_EQ(left, (std::set<void*>{b.ptr, c.ptr}));
 }
 
-// allocate() takes the block its own poll freed (the last of its size, as
-// from the back of the free list) without a trip through the list; one set
-// aside and replaced keeps its place in the least-recently-freed order.
 // An allocate()'s poll stops at the first block of its size to become free
-// and hands it over; the younger events wait for the next poll.
+// and hands it over without a trip through the free list; the younger
+// events wait for the next poll.
 TYPED_TEST_P(HostAllocatorTyped, APollHandsTheFirstFreedBlockOfTheSizeToItsAllocate) {
   this->make("thread_cache:0");
   typename TestFixture::Stream s;
