@@ -361,6 +361,9 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   void push_central(BlockPool& pool, Block* b, bool stamped = false, bool from_thread_cache = false);
   // Exact peaks (ClassRecord::peak_out). The caller holds r.mu.
   static void count_handed_out(ClassRecord& r);
+  // Whether a hand-out of `cls` would have to reclaim credits first: a class
+  // thread caches may hold, whose record has no slack.
+  bool needs_credits(std::uint32_t cls) const;
   // Moves every thread cache's credits of `cls` into its record's slack,
   // when it has none: before a hand-out that must otherwise raise the peak.
   void reclaim_credits_if_needed(std::uint32_t cls);

@@ -120,9 +120,9 @@ Block* CachingHostAllocator::Impl::allocate_slow(std::size_t size, std::uint32_t
   // block waiting in another shard counts as handed out until a poll frees
   // it). The poll never fills a thread cache, so whether the thread's cache
   // holds a block of the class tells the poll whether to hand over one it
-  // frees. With a background thread the default
-  // pool's events are polled there; private pools never have a thread
-  // (capture records no events anyway).
+  // frees. With a background thread the default pool's events are polled
+  // there; private pools never have a thread (capture records no events
+  // anyway).
   Block* b = nullptr;
   const bool polls = !config.background_thread || pool != &default_pool;
   if (EventShard& own = pool->own_shard(); polls && own.pending.load(std::memory_order_relaxed) > 0) {
@@ -233,10 +233,14 @@ void CachingHostAllocator::Impl::reclaim_credits(std::uint32_t cls, ClassRecord&
 // Only classes a thread cache may hold can have credits. A credit earned
 // after the reclaim comes from a free that overlaps the caller's allocate,
 // so counting the hand-out before it is still a true order of events.
+bool CachingHostAllocator::Impl::needs_credits(std::uint32_t cls) const {
+  if (config.thread_cache == 0 || classes.size(cls) > ThreadCache::kMaxBlock) return false;
+  return records[cls].slack.load(std::memory_order_relaxed) <= 0;
+}
+
 void CachingHostAllocator::Impl::reclaim_credits_if_needed(std::uint32_t cls) {
-  if (config.thread_cache == 0 || classes.size(cls) > ThreadCache::kMaxBlock) return;
+  if (!needs_credits(cls)) return;
   ClassRecord& r = records[cls];
-  if (r.slack.load(std::memory_order_relaxed) > 0) return;
   with_caches_held([&] {
     std::lock_guard lock(r.mu);
     reclaim_credits(cls, r);
@@ -245,12 +249,14 @@ void CachingHostAllocator::Impl::reclaim_credits_if_needed(std::uint32_t cls) {
 
 Block* CachingHostAllocator::Impl::take_central(BlockPool& pool, std::uint32_t cls) {
   FreeList& fl = pool.classes[cls];
-  {
-    // An empty list hands nothing out: no reclaim (its heavy fence) for it.
-    std::lock_guard lock(fl.mu);
-    if (fl.blocks.empty()) return nullptr;
+  if (needs_credits(cls)) {
+    {
+      // An empty list hands nothing out: no reclaim (its heavy fence) for it.
+      std::lock_guard lock(fl.mu);
+      if (fl.blocks.empty()) return nullptr;
+    }
+    reclaim_credits_if_needed(cls);
   }
-  reclaim_credits_if_needed(cls);
   std::lock_guard lock(fl.mu);
   if (fl.blocks.empty()) return nullptr;
   Block* b = fl.blocks.back();
