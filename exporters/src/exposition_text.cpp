@@ -1,68 +1,105 @@
 #include "glassbox/exporters/detail/exposition_text.hpp"
 
-#include <charconv>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
 #include "bucket_bounds.hpp"
+#include "line_writer.hpp"
 #include "scrape_size.hpp"
-#include "sixteen_digits.hpp"
 
 namespace glassbox::exporters::detail {
 
 namespace {
 
-// Writes straight into one string with std::to_chars: a scrape of a thousand
-// series is thousands of lines, and stream formatting costs several times
-// the writing. The text is byte for byte what prometheus-cpp's
-// TextSerializer writes, except that HELP text is escaped as the format says
+// The text is byte for byte what prometheus-cpp's TextSerializer writes,
+// except that HELP text is escaped as the format says
 // (tests/unit/exposition_text_test.cpp).
-class TextWriter {
- public:
-  explicit TextWriter(std::string& out) : out_(out) {}
 
-  void raw(std::string_view s) { out_.append(s); }
-  void ch(char c) { out_.push_back(c); }
+void number(LineWriter& w, double v) {
+  if (std::isnan(v)) return w.put("Nan");
+  if (std::isinf(v)) return w.put(v < 0 ? "-Inf" : "+Inf");
+  w.put_finite(v);
+}
 
-  void number(double v) {
-    if (std::isnan(v)) return raw("Nan");
-    if (std::isinf(v)) return raw(v < 0 ? "-Inf" : "+Inf");
-    char buf[32];
-    out_.append(buf, sixteen_digits(buf, v));
+// Label values escape backslash, quote and newline; help text backslash and newline.
+void escaped(std::string& out, std::string_view s, bool quotes) {
+  auto plain = [quotes](char c) { return c != '\\' && c != '\n' && (c != '"' || !quotes); };
+  // Most values need no escape: one copy instead of one per byte.
+  if (std::all_of(s.begin(), s.end(), plain)) {
+    out.append(s);
+    return;
   }
-  void number(std::uint64_t v) { integer(v); }
-
-  // Label values escape backslash, quote and newline; help text backslash and newline.
-  void escaped(std::string_view s, bool quotes) {
-    // Most values need no escape: one append instead of a push per byte.
-    if (s.find_first_of(quotes ? std::string_view("\\\n\"") : std::string_view("\\\n")) == s.npos) return raw(s);
-    for (char c : s) {
-      if (c == '\\') {
-        raw("\\\\");
-      } else if (c == '\n') {
-        raw("\\n");
-      } else if (c == '"' && quotes) {
-        raw("\\\"");
-      } else {
-        ch(c);
-      }
+  for (char c : s) {
+    if (c == '\\') {
+      out.append("\\\\");
+    } else if (c == '\n') {
+      out.append("\\n");
+    } else if (c == '"' && quotes) {
+      out.append("\\\"");
+    } else {
+      out.push_back(c);
     }
   }
+}
 
- private:
-  template <class Int>
-  void integer(Int v) {
-    char buf[24];
-    auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
-    out_.append(buf, end);
+// A series' labels as written, `{k="v",...` without the closing brace, or
+// empty: built once per series, since a histogram writes them on every line.
+void label_block(std::string& block, const metrics::LabelPairs& labels) {
+  block.clear();
+  char separator = '{';
+  for (const auto& [k, v] : labels) {
+    block.push_back(separator);
+    block.append(k);
+    block.append("=\"");
+    escaped(block, v, true);
+    block.push_back('"');
+    separator = ',';
   }
+}
 
-  std::string& out_;
-};
+// name, suffix and labels (`block` from label_block), closed, up to the value.
+void line_start(LineWriter& w, std::string_view name, std::string_view suffix, std::string_view block) {
+  w.put(name);
+  w.put(suffix);
+  w.put(block);
+  w.put(block.empty() ? std::string_view(" ") : std::string_view("} "));
+}
 
-const char* type_name(metrics::MetricType t) {
+// Each bound as a bucket line ends its labels: `le="0.25"} `.
+std::vector<std::string> le_endings(const metrics::FamilySnapshot& f) {
+  std::vector<std::string> endings = bucket_bound_texts(f);
+  for (std::string& e : endings) e = "le=\"" + e + "\"} ";
+  return endings;
+}
+
+void histogram_lines(LineWriter& w, std::string_view name, const metrics::SeriesSnapshot& s,
+                     const std::vector<std::string>& le, std::string& block) {
+  const metrics::HistogramValue& h = s.histogram;
+  label_block(block, s.labels);
+  line_start(w, name, "_count", block);
+  w.put(h.count);
+  w.put('\n');
+  line_start(w, name, "_sum", block);
+  number(w, h.sum);
+  w.put('\n');
+  // Every bucket line starts alike: `name_bucket{labels,` made once.
+  block.insert(0, "_bucket");
+  block.insert(0, name);
+  block.push_back(block.size() == name.size() + 7 ? '{' : ',');
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < h.buckets.size(); ++i) {
+    cumulative += h.buckets[i];
+    w.put(block);
+    w.put(le[i]);
+    w.put(cumulative);
+    w.put('\n');
+  }
+}
+
+std::string_view type_name(metrics::MetricType t) {
   switch (t) {
     case metrics::MetricType::counter:
       return "counter";
@@ -74,78 +111,28 @@ const char* type_name(metrics::MetricType t) {
   return "untyped";
 }
 
-// A series' labels as written, `{k="v",...` without the closing brace, or
-// empty: built once per series, since a histogram writes them on every line.
-std::string_view label_block(std::string& block, const metrics::LabelPairs& labels) {
-  block.clear();
-  TextWriter w(block);
-  char sep = '{';
-  for (const auto& [k, v] : labels) {
-    w.ch(sep);
-    w.raw(k);
-    w.raw("=\"");
-    w.escaped(v, true);
-    w.ch('"');
-    sep = ',';
-  }
-  return block;
-}
-
-// name{k="v",...,le="bound"}: `le` (the bound as written) only for histogram buckets.
-void series_name(TextWriter& w, std::string_view name, std::string_view suffix, std::string_view labels,
-                 const std::string* le) {
-  w.raw(name);
-  w.raw(suffix);
-  if (labels.empty() && le == nullptr) return w.ch(' ');
-  w.raw(labels);
-  if (le != nullptr) {
-    w.ch(labels.empty() ? '{' : ',');
-    w.raw("le=\"");
-    w.raw(*le);
-    w.ch('"');
-  }
-  w.raw("} ");
-}
-
-void histogram_lines(TextWriter& w, const metrics::FamilySnapshot& f, const metrics::SeriesSnapshot& s,
-                     const std::vector<std::string>& bounds, std::string& block) {
-  const metrics::HistogramValue& h = s.histogram;
-  std::string_view labels = label_block(block, s.labels);
-  series_name(w, f.name, "_count", labels, nullptr);
-  w.number(h.count);
-  w.ch('\n');
-  series_name(w, f.name, "_sum", labels, nullptr);
-  w.number(h.sum);
-  w.ch('\n');
-  std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i < h.buckets.size(); ++i) {
-    cumulative += h.buckets[i];
-    series_name(w, f.name, "_bucket", labels, &bounds[i]);
-    w.number(cumulative);
-    w.ch('\n');
-  }
-}
-
-void family_lines(TextWriter& w, const metrics::FamilySnapshot& f) {
-  w.raw("# HELP ");
-  w.raw(f.name);
-  w.ch(' ');
-  w.escaped(f.help, false);
-  w.raw("\n# TYPE ");
-  w.raw(f.name);
-  w.ch(' ');
-  w.raw(type_name(f.type));
-  w.ch('\n');
-  std::string block;  // reused by every series, so its buffer is allocated once
+void family_lines(LineWriter& w, const metrics::FamilySnapshot& f) {
+  w.put("# HELP ");
+  w.put(f.name);
+  w.put(' ');
+  std::string block;  // reused by the help text and every series: one allocation
+  escaped(block, f.help, false);
+  w.put(block);
+  w.put("\n# TYPE ");
+  w.put(f.name);
+  w.put(' ');
+  w.put(type_name(f.type));
+  w.put('\n');
   if (f.type == metrics::MetricType::histogram) {
-    std::vector<std::string> bounds = bucket_bound_texts(f);
-    for (const metrics::SeriesSnapshot& s : f.series) histogram_lines(w, f, s, bounds, block);
+    const std::vector<std::string> le = le_endings(f);
+    for (const metrics::SeriesSnapshot& s : f.series) histogram_lines(w, f.name, s, le, block);
     return;
   }
   for (const metrics::SeriesSnapshot& s : f.series) {
-    series_name(w, f.name, "", label_block(block, s.labels), nullptr);
-    w.number(s.value);
-    w.ch('\n');
+    label_block(block, s.labels);
+    line_start(w, f.name, "", block);
+    number(w, s.value);
+    w.put('\n');
   }
 }
 
@@ -153,10 +140,11 @@ void family_lines(TextWriter& w, const metrics::FamilySnapshot& f) {
 
 std::string exposition_text(const metrics::Snapshot& snapshot) {
   std::string out;
-  out.reserve(scrape_size(snapshot));
-  TextWriter w(out);
-  for (const auto& f : snapshot) {
-    if (!f.series.empty()) family_lines(w, f);  // declared, nothing recorded yet: left out
+  {
+    LineWriter w(out, scrape_size(snapshot));
+    for (const auto& f : snapshot) {
+      if (!f.series.empty()) family_lines(w, f);  // declared, nothing recorded yet: left out
+    }
   }
   return out;
 }

@@ -8,8 +8,8 @@
 
 #include "bucket_bounds.hpp"
 #include "glassbox/exporters/detail/http_request_head.hpp"
+#include "line_writer.hpp"
 #include "scrape_size.hpp"
-#include "sixteen_digits.hpp"
 
 namespace glassbox::exporters::detail {
 
@@ -110,25 +110,12 @@ std::size_t characters(std::string_view s) {
   return count;
 }
 
-// Room for any double in fixed notation (309 digits before the point).
-template <class T>
-void write_chars(std::string& out, T value, auto... format) {
-  char buffer[400];
-  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value, format...);
-  out.append(buffer, ec == std::errc() ? end : buffer);
-}
-
 // 16 significant digits, as the 0.0.4 text writes them (sixteen_digits.hpp),
 // with OpenMetrics' spelling of NaN.
-void write_number(std::string& out, double v) {
-  if (std::isnan(v)) {
-    out += "NaN";
-  } else if (std::isinf(v)) {
-    out += v > 0 ? "+Inf" : "-Inf";
-  } else {
-    char buffer[32];
-    out.append(buffer, sixteen_digits(buffer, v));
-  }
+void write_number(LineWriter& w, double v) {
+  if (std::isnan(v)) return w.put("NaN");
+  if (std::isinf(v)) return w.put(v > 0 ? "+Inf" : "-Inf");
+  w.put_finite(v);
 }
 
 // `{k="v",...` without the closing brace, or empty when there are no labels.
@@ -144,92 +131,87 @@ void write_label_block(std::string& out, const metrics::LabelPairs& labels) {
   }
 }
 
-// A label block with `le` (a bucket's bound as written) added when given, closed.
-void write_labels(std::string& out, std::string_view block, const std::string* le = nullptr) {
-  if (block.empty() && le == nullptr) return;
-  out += block;
-  if (le != nullptr) {
-    out += block.empty() ? '{' : ',';
-    out += "le=\"";
-    out += *le;
-    out += '"';
-  }
-  out += '}';
-}
-
-void write_labels(std::string& out, const metrics::LabelPairs& labels) {
-  std::string block;
-  write_label_block(block, labels);
-  write_labels(out, block);
-}
-
-void write_exemplar(std::string& out, const metrics::Exemplar& e) {
+void write_exemplar(LineWriter& w, const metrics::Exemplar& e) {
   std::size_t length = 0;
   for (const auto& [name, value] : e.labels) length += characters(name) + characters(value);
   if (length > 128) return;
-  out += " # ";
-  if (e.labels.empty()) out += "{}";
-  write_labels(out, e.labels);
-  out += ' ';
-  write_number(out, e.value);
+  std::string block;
+  write_label_block(block, e.labels);
+  w.put(" # ");
+  w.put(block.empty() ? std::string_view("{}") : std::string_view(block));
+  if (!block.empty()) w.put('}');
+  w.put(' ');
+  write_number(w, e.value);
   if (!std::isfinite(e.timestamp)) return;  // optional, and OpenMetrics has no NaN or Inf time
-  out += ' ';
-  write_chars(out, e.timestamp, std::chars_format::fixed, 3);
+  char buffer[400];                         // room for any double in fixed notation (309 digits before the point)
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, e.timestamp, std::chars_format::fixed, 3);
+  w.put(' ');
+  w.put(std::string_view(buffer, ec == std::errc() ? end : buffer));
 }
 
-// One line: name, suffix, labels (with `le` when given), the value to come.
-void write_sample_start(std::string& out, std::string_view name, std::string_view suffix, std::string_view labels,
-                        const std::string* le = nullptr) {
-  out += name;
-  out += suffix;
-  write_labels(out, labels, le);
-  out += ' ';
+// One line up to its value: name, suffix, labels (`block`), closed.
+void write_sample_start(LineWriter& w, std::string_view name, std::string_view suffix, std::string_view block) {
+  w.put(name);
+  w.put(suffix);
+  w.put(block);
+  w.put(block.empty() ? std::string_view(" ") : std::string_view("} "));
 }
 
-void write_histogram(std::string& out, std::string_view name, const metrics::SeriesSnapshot& s,
-                     const std::vector<std::string>& bounds, std::string_view labels) {
+// Each bound as a bucket line ends its labels: `le="0.25"} `.
+std::vector<std::string> le_endings(const metrics::FamilySnapshot& f) {
+  std::vector<std::string> endings = bucket_bound_texts(f);
+  for (std::string& e : endings) e = "le=\"" + e + "\"} ";
+  return endings;
+}
+
+void write_histogram(LineWriter& w, std::string_view name, const metrics::SeriesSnapshot& s,
+                     const std::vector<std::string>& le, std::string& block) {
   const metrics::HistogramValue& h = s.histogram;
+  // Every bucket line starts alike: `name_bucket{labels,` made once.
+  std::string bucket = std::string(name) + "_bucket" + block + (block.empty() ? '{' : ',');
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < h.buckets.size(); ++i) {
     cumulative += h.buckets[i];
-    write_sample_start(out, name, "_bucket", labels, &bounds[i]);
-    write_chars(out, cumulative);
-    if (i < h.exemplars.size() && h.exemplars[i]) write_exemplar(out, *h.exemplars[i]);
-    out += '\n';
+    w.put(bucket);
+    w.put(le[i]);
+    w.put(cumulative);
+    if (i < h.exemplars.size() && h.exemplars[i]) write_exemplar(w, *h.exemplars[i]);
+    w.put('\n');
   }
-  write_sample_start(out, name, "_count", labels);
-  write_chars(out, h.count);
-  out += '\n';
-  write_sample_start(out, name, "_sum", labels);
-  write_number(out, h.sum);
-  out += '\n';
+  write_sample_start(w, name, "_count", block);
+  w.put(h.count);
+  w.put('\n');
+  write_sample_start(w, name, "_sum", block);
+  write_number(w, h.sum);
+  w.put('\n');
 }
 
-void write_family(std::string& out, const metrics::FamilySnapshot& f) {
+void write_family(LineWriter& w, const metrics::FamilySnapshot& f) {
   // OpenMetrics names a counter without its `_total`, which only its sample has.
-  std::string name = f.name;
-  if (f.type == metrics::MetricType::counter && name.ends_with("_total")) name.resize(name.size() - 6);
-  const char* type = f.type == metrics::MetricType::counter ? "counter"
-                     : f.type == metrics::MetricType::gauge ? "gauge"
-                                                            : "histogram";
-  out += "# TYPE " + name + ' ' + type + '\n';
-  out += "# HELP " + name + ' ';
-  write_escaped(out, f.help);
-  out += '\n';
+  std::string_view name = f.name;
+  if (f.type == metrics::MetricType::counter && name.ends_with("_total")) name.remove_suffix(6);
+  const std::string_view type = f.type == metrics::MetricType::counter ? "counter"
+                                : f.type == metrics::MetricType::gauge ? "gauge"
+                                                                       : "histogram";
+  std::string block;  // reused by the help text and every series: one allocation
+  write_escaped(block, f.help);
+  for (std::string_view piece : {std::string_view("# TYPE "), name, std::string_view(" "), type,
+                                 std::string_view("\n# HELP "), name, std::string_view(" "), std::string_view(block)})
+    w.put(piece);
+  w.put('\n');
   const bool histogram = f.type == metrics::MetricType::histogram;
-  const std::vector<std::string> bounds = histogram ? bucket_bound_texts(f) : std::vector<std::string>{};
+  const std::vector<std::string> le = histogram ? le_endings(f) : std::vector<std::string>{};
   const std::string_view suffix = f.type == metrics::MetricType::counter ? "_total" : "";
-  std::string block;  // reused by every series, so its buffer is allocated once
   for (const auto& s : f.series) {
     block.clear();
     write_label_block(block, s.labels);
     if (histogram) {
-      write_histogram(out, name, s, bounds, block);
+      write_histogram(w, name, s, le, block);
       continue;
     }
-    write_sample_start(out, name, suffix, block);
-    write_number(out, s.value);
-    out += '\n';
+    write_sample_start(w, name, suffix, block);
+    write_number(w, s.value);
+    w.put('\n');
   }
 }
 
@@ -251,11 +233,13 @@ bool accepts_openmetrics(std::string_view accept) {
 
 std::string openmetrics_text(const metrics::Snapshot& snapshot) {
   std::string out;
-  out.reserve(scrape_size(snapshot));
-  for (const auto& f : snapshot) {
-    if (!f.series.empty()) write_family(out, f);
+  {
+    LineWriter w(out, scrape_size(snapshot));
+    for (const auto& f : snapshot) {
+      if (!f.series.empty()) write_family(w, f);
+    }
+    w.put("# EOF\n");
   }
-  out += "# EOF\n";
   return out;
 }
 

@@ -129,3 +129,38 @@ TEST(ExpositionText, HelpEscapesBackslashAndNewline) {
   EXPECT_EQ(glassbox::exporters::detail::exposition_text(snap),
             "# HELP x_total a \\\\ b\\nc \"d\"\n# TYPE x_total counter\nx_total 1\n");
 }
+
+// The text is written into room reserved from an estimate (about 64 bytes a
+// line, 16 lines a histogram); a scrape longer than that grows the buffer
+// while writing, numbers and label values included, and must not lose a byte.
+TEST(ExpositionText, AScrapeLongerThanItsEstimateIsWholeAndMatches) {
+  gm::Snapshot snap;
+  gm::SeriesSnapshot wide = series({{"path", std::string(5000, 'p')}}, 18446744073709551615.0);
+  wide.histogram.upper_bounds = gm::exponential_buckets(1e-9, 1.5, 200);
+  for (std::size_t i = 0; i <= 200; ++i) wide.histogram.buckets.push_back(1000000007 * (i + 1));
+  for (std::uint64_t b : wide.histogram.buckets) wide.histogram.count += b;
+  wide.histogram.sum = 1.0 / 7;
+  snap.push_back({"wide_seconds", std::string(3000, 'h'), gm::MetricType::histogram, {wide}});
+  for (int i = 0; i < 50; ++i) {
+    snap.push_back({"g" + std::to_string(i), "h", gm::MetricType::gauge,
+                    {series({{"v", std::string(static_cast<std::size_t>(i) * 37, 'v')}}, 1.0 / (i + 1))}});
+  }
+  EXPECT_EQ(glassbox::exporters::detail::exposition_text(snap), reference_text(snap));
+}
+
+// The same, with the point where the room runs out moved across every byte of
+// a line, so that it falls once inside each piece: name, labels, a whole
+// number, a fraction, a histogram's count and bucket counts.
+TEST(ExpositionText, RunningOutOfRoomAnywhereInALineLosesNothing) {
+  for (std::size_t length = 0; length < 400; ++length) {
+    gm::SeriesSnapshot h = series({{"k", std::string(length, 'x')}}, 0);
+    h.histogram.upper_bounds = {0.5};
+    h.histogram.buckets = {123456789012345, 98765432109876};
+    h.histogram.count = 123456789012345 + 98765432109876;
+    h.histogram.sum = 1.0 / 3;
+    gm::Snapshot snap{{"g", "h", gm::MetricType::gauge, {series({{"k", std::string(length, 'y')}}, 1e15 + 7)}},
+                      {"f", "h", gm::MetricType::gauge, {series({{"k", std::string(length, 'z')}}, 1.0 / 7)}},
+                      {"s", "h", gm::MetricType::histogram, {h}}};
+    ASSERT_EQ(glassbox::exporters::detail::exposition_text(snap), reference_text(snap)) << "label length " << length;
+  }
+}

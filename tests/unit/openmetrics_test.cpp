@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "glassbox/metrics/histogram.hpp"
 #include "openmetrics_text.hpp"
 
 namespace gd = glassbox::exporters::detail;
@@ -125,4 +126,59 @@ TEST(OpenMetrics, WritesAnyExemplarTimestampWholeOrNotAtAll) {
   text = parse_openmetrics(gd::openmetrics_text({f}));
   ASSERT_TRUE(text.samples[0].exemplar);
   EXPECT_EQ(text.samples[0].exemplar->timestamp, "");
+}
+
+// The text is written into room reserved from an estimate (about 64 bytes a
+// line, 16 lines a histogram); a scrape longer than that grows the buffer
+// while writing, numbers, label values and exemplars included.
+TEST(OpenMetrics, AScrapeLongerThanItsEstimateIsWhole) {
+  gm::SeriesSnapshot s;
+  s.labels = {{"path", std::string(5000, 'p')}};
+  s.histogram.upper_bounds = gm::exponential_buckets(1e-9, 1.5, 200);
+  for (std::size_t i = 0; i <= 200; ++i) {
+    s.histogram.buckets.push_back(1000000007 * (i + 1));
+    s.histogram.count += s.histogram.buckets.back();
+    s.histogram.exemplars.push_back(
+        gm::Exemplar{{{"trace_id", std::string(32, 'a')}, {"span_id", std::string(16, 'b')}}, 1e-9 * i, 1.7e9 + i});
+  }
+  s.histogram.sum = 1.0 / 7;
+  gm::Snapshot snap{{"glassbox_wide_seconds", std::string(3000, 'h'), gm::MetricType::histogram, {s}}};
+  auto text = parse_openmetrics(gd::openmetrics_text(snap));
+  ASSERT_EQ(text.samples.size(), 203u);  // 201 buckets, count, sum
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i <= 200; ++i) {
+    cumulative += s.histogram.buckets[i];
+    EXPECT_EQ(text.samples[i].labels[0].second, std::string(5000, 'p'));
+    EXPECT_EQ(text.samples[i].value, std::to_string(cumulative)) << "bucket " << i;
+    ASSERT_TRUE(text.samples[i].exemplar) << "bucket " << i;
+  }
+  EXPECT_EQ(text.samples[201].value, std::to_string(s.histogram.count));
+  EXPECT_EQ(text.families[0].help, std::string(3000, 'h'));
+}
+
+// The same, with the point where the room runs out moved across every byte of
+// a line, so that it falls once inside each piece: name, labels, a whole
+// number, a fraction, a histogram's count and bucket counts.
+TEST(OpenMetrics, RunningOutOfRoomAnywhereInALineLosesNothing) {
+  for (std::size_t length = 0; length < 400; ++length) {
+    gm::SeriesSnapshot h;
+    h.labels = {{"k", std::string(length, 'x')}};
+    h.histogram.upper_bounds = {0.5};
+    h.histogram.buckets = {123456789012345, 98765432109876};
+    h.histogram.count = 123456789012345 + 98765432109876;
+    h.histogram.sum = 1.0 / 3;
+    gm::Snapshot snap{
+        {"g", "h", gm::MetricType::gauge, {{{{"k", std::string(length, 'y')}}, 1e15 + 7, {}}}},
+        {"f", "h", gm::MetricType::gauge, {{{{"k", std::string(length, 'z')}}, 1.0 / 7, {}}}},
+        {"s", "h", gm::MetricType::histogram, {h}}};
+    std::string text = gd::openmetrics_text(snap);
+    const std::string x(length, 'x');
+    const std::string expected =
+        "# TYPE g gauge\n# HELP g h\ng{k=\"" + std::string(length, 'y') + "\"} 1000000000000007\n" +
+        "# TYPE f gauge\n# HELP f h\nf{k=\"" + std::string(length, 'z') + "\"} 0.1428571428571428\n" +
+        "# TYPE s histogram\n# HELP s h\ns_bucket{k=\"" + x + "\",le=\"0.5\"} 123456789012345\n" + "s_bucket{k=\"" +
+        x + "\",le=\"+Inf\"} 222222221122221\n" + "s_count{k=\"" + x + "\"} 222222221122221\n" + "s_sum{k=\"" + x +
+        "\"} 0.3333333333333333\n# EOF\n";
+    ASSERT_EQ(text, expected) << "label length " << length;
+  }
 }

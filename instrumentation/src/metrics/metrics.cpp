@@ -112,13 +112,17 @@ HistogramValue Histogram::value() const {
 
 HistogramValue Histogram::value_locked() const {
   HistogramValue v;
-  v.upper_bounds = *bounds_;
-  v.buckets.reserve(bounds_->size() + 1);
-  v.exemplars.reserve(bounds_->size() + 1);
-  for (std::size_t i = 0; i <= bounds_->size(); ++i) {
+  v.upper_bounds = Frozen<std::vector<double>>(bounds_);
+  const std::size_t buckets = bounds_->size() + 1;
+  v.buckets.reserve(buckets);
+  for (std::size_t i = 0; i < buckets; ++i) {
     v.buckets.push_back(detail::sum_u64(first_cell_ + static_cast<detail::CellId>(i)));
     v.count += v.buckets.back();
-    v.exemplars.push_back(exemplars_[i].read());
+    std::optional<Exemplar> e = exemplars_[i].read();
+    if (!e) continue;
+    // Most histograms have none (no sampled span observed them): no vector.
+    v.exemplars.resize(buckets);
+    v.exemplars[i] = std::move(e);
   }
   v.sum = detail::sum_f64(sum_cell());
   return v;

@@ -64,6 +64,7 @@ class Family final : public FamilyBase {
     auto it = index_.find(key);
     if (it != index_.end()) return series_[it->second];
     series_.push_back(Metric::create(config_));
+    labels_.emplace_back(label_pairs(key));
     index_.emplace(std::move(key), series_.size() - 1);
     return series_.back();
   }
@@ -73,7 +74,7 @@ class Family final : public FamilyBase {
     out.series.reserve(out.series.size() + index_.size());
     for (const auto& [key, i] : index_) {
       SeriesSnapshot s;
-      s.labels = label_pairs(key);
+      s.labels = labels_[i];
       series_[i].read_locked(s);
       out.series.push_back(std::move(s));
     }
@@ -83,6 +84,7 @@ class Family final : public FamilyBase {
   Config config_;
   mutable std::mutex mu_;
   std::deque<Metric> series_;
+  std::deque<Frozen<LabelPairs>> labels_;  // series_[i]'s, made once
   std::map<std::vector<std::string>, std::size_t> index_;
 };
 

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "glassbox/metrics/frozen.hpp"
+
 namespace glassbox::metrics {
 
 enum class MetricType { counter, gauge, histogram };
@@ -21,7 +23,7 @@ struct Exemplar {
 };
 
 struct HistogramValue {
-  std::vector<double> upper_bounds;    ///< finite bounds, ascending; +Inf is implied
+  Frozen<std::vector<double>> upper_bounds;  ///< finite bounds, ascending; +Inf is implied (shared)
   std::vector<std::uint64_t> buckets;  ///< per bucket, not cumulative; last is +Inf
   std::uint64_t count = 0;             ///< equals the sum of buckets
   double sum = 0.0;
@@ -30,7 +32,7 @@ struct HistogramValue {
 };
 
 struct SeriesSnapshot {
-  LabelPairs labels;
+  Frozen<LabelPairs> labels;  ///< shared with the series: a snapshot copies no label
   double value = 0.0;        ///< counter or gauge
   HistogramValue histogram;  ///< histogram only
 };
