@@ -19,9 +19,7 @@ namespace glassbox::exporters::detail {
 class LineWriter {
  public:
   /// Appends to `out`, with room for `expected` more bytes made up front.
-  LineWriter(std::string& out, std::size_t expected) : out_(out), at_(out.size()) {
-    out_.resize(at_ + expected);
-  }
+  LineWriter(std::string& out, std::size_t expected) : out_(out), at_(out.size()) { out_.resize(at_ + expected); }
   ~LineWriter() { out_.resize(at_); }
   LineWriter(const LineWriter&) = delete;
   LineWriter& operator=(const LineWriter&) = delete;

@@ -142,7 +142,9 @@ TEST(ExpositionText, AScrapeLongerThanItsEstimateIsWholeAndMatches) {
   wide.histogram.sum = 1.0 / 7;
   snap.push_back({"wide_seconds", std::string(3000, 'h'), gm::MetricType::histogram, {wide}});
   for (int i = 0; i < 50; ++i) {
-    snap.push_back({"g" + std::to_string(i), "h", gm::MetricType::gauge,
+    snap.push_back({"g" + std::to_string(i),
+                    "h",
+                    gm::MetricType::gauge,
                     {series({{"v", std::string(static_cast<std::size_t>(i) * 37, 'v')}}, 1.0 / (i + 1))}});
   }
   EXPECT_EQ(glassbox::exporters::detail::exposition_text(snap), reference_text(snap));

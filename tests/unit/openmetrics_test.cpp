@@ -167,17 +167,16 @@ TEST(OpenMetrics, RunningOutOfRoomAnywhereInALineLosesNothing) {
     h.histogram.buckets = {123456789012345, 98765432109876};
     h.histogram.count = 123456789012345 + 98765432109876;
     h.histogram.sum = 1.0 / 3;
-    gm::Snapshot snap{
-        {"g", "h", gm::MetricType::gauge, {{{{"k", std::string(length, 'y')}}, 1e15 + 7, {}}}},
-        {"f", "h", gm::MetricType::gauge, {{{{"k", std::string(length, 'z')}}, 1.0 / 7, {}}}},
-        {"s", "h", gm::MetricType::histogram, {h}}};
+    gm::Snapshot snap{{"g", "h", gm::MetricType::gauge, {{{{"k", std::string(length, 'y')}}, 1e15 + 7, {}}}},
+                      {"f", "h", gm::MetricType::gauge, {{{{"k", std::string(length, 'z')}}, 1.0 / 7, {}}}},
+                      {"s", "h", gm::MetricType::histogram, {h}}};
     std::string text = gd::openmetrics_text(snap);
     const std::string x(length, 'x');
     const std::string expected =
         "# TYPE g gauge\n# HELP g h\ng{k=\"" + std::string(length, 'y') + "\"} 1000000000000007\n" +
         "# TYPE f gauge\n# HELP f h\nf{k=\"" + std::string(length, 'z') + "\"} 0.1428571428571428\n" +
-        "# TYPE s histogram\n# HELP s h\ns_bucket{k=\"" + x + "\",le=\"0.5\"} 123456789012345\n" + "s_bucket{k=\"" +
-        x + "\",le=\"+Inf\"} 222222221122221\n" + "s_count{k=\"" + x + "\"} 222222221122221\n" + "s_sum{k=\"" + x +
+        "# TYPE s histogram\n# HELP s h\ns_bucket{k=\"" + x + "\",le=\"0.5\"} 123456789012345\n" + "s_bucket{k=\"" + x +
+        "\",le=\"+Inf\"} 222222221122221\n" + "s_count{k=\"" + x + "\"} 222222221122221\n" + "s_sum{k=\"" + x +
         "\"} 0.3333333333333333\n# EOF\n";
     ASSERT_EQ(text, expected) << "label length " << length;
   }

@@ -24,8 +24,8 @@ struct Exemplar {
 
 struct HistogramValue {
   Frozen<std::vector<double>> upper_bounds;  ///< finite bounds, ascending; +Inf is implied (shared)
-  std::vector<std::uint64_t> buckets;  ///< per bucket, not cumulative; last is +Inf
-  std::uint64_t count = 0;             ///< equals the sum of buckets
+  std::vector<std::uint64_t> buckets;        ///< per bucket, not cumulative; last is +Inf
+  std::uint64_t count = 0;                   ///< equals the sum of buckets
   double sum = 0.0;
   /// Empty, or one per bucket: the latest observation made in a sampled span.
   std::vector<std::optional<Exemplar>> exemplars;
@@ -33,8 +33,8 @@ struct HistogramValue {
 
 struct SeriesSnapshot {
   Frozen<LabelPairs> labels;  ///< shared with the series: a snapshot copies no label
-  double value = 0.0;        ///< counter or gauge
-  HistogramValue histogram;  ///< histogram only
+  double value = 0.0;         ///< counter or gauge
+  HistogramValue histogram;   ///< histogram only
 };
 
 struct FamilySnapshot {
