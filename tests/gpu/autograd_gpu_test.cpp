@@ -149,6 +149,14 @@ TEST_F(GpuAutograd, Conv2dThroughCudnnMatchesTheCpuReference) {
       [](const TensorList& t) { return ga::relu(ga::conv2d(t[0], t[1], Tensor(), 1, 0)); }, 0, -1.0F, 1.0F, 1e-4);
 }
 
+// Full FP32, as the CPU: an engine that rounds inputs to TF32 (tensor cores)
+// errs by about 1e-3 here (576 products a sum), full FP32 by about 1e-6.
+TEST_F(GpuAutograd, Conv2dComputesInFullFp32NotTf32) {
+  compare_with_cpu(
+      "conv2d of 64 channels", {Shape{2, 64, 12, 12}, Shape{32, 64, 3, 3}, Shape{32}},
+      [](const TensorList& t) { return ga::conv2d(t[0], t[1], t[2], 1, 1); }, 0, -1.0F, 1.0F, 2e-5);
+}
+
 // The conv plan caches' hits or misses (`what`) so far, summed over the three directions.
 double plan_cache(const std::string& what) {
   const auto snap = glassbox::metrics::Registry::global().snapshot();

@@ -150,6 +150,12 @@ std::uint64_t compute_dependencies(GraphTask& g, const std::vector<Edge>& roots)
   // Reused: no user code runs during the search, so it never nests on a thread.
   thread_local std::vector<const Node*> stack;
   stack.clear();
+  // The last graph this thread ran at this reentrant depth sizes the table:
+  // a training loop runs the same graph again, and growing a table of tens
+  // of thousands of nodes step by step rehashes it a dozen times.
+  thread_local std::array<std::size_t, 4> last_size{};
+  std::size_t& last = last_size[static_cast<std::size_t>(std::min(g.reentrant_depth, 3))];
+  g.dependencies.reserve(last);
   auto count = [&](const Edge& e) {
     if (!e.valid()) return;
     auto [count_of, first] = g.dependencies.try_emplace(e.function.get());
@@ -163,6 +169,7 @@ std::uint64_t compute_dependencies(GraphTask& g, const std::vector<Edge>& roots)
     devices |= std::uint64_t{1} << (n->device() + 1);
     for (const Edge& e : n->next_edges()) count(e);
   }
+  last = g.dependencies.size();
   return devices;
 }
 

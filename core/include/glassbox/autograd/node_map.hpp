@@ -5,6 +5,7 @@
 // which std::unordered_map would make for each of a graph's nodes.
 // No erase; not thread-safe (its owner's lock guards it).
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -38,6 +39,12 @@ class NodeMap {
   }
 
   std::size_t size() const noexcept { return size_; }
+
+  /// Room for `n` keys without growing; only before the first key.
+  void reserve(std::size_t n) {
+    if (size_ == 0 && n * 2 > slots_.size())
+      slots_ = std::vector<Slot>(std::bit_ceil(std::max<std::size_t>(16, n * 2)));
+  }
 
  private:
   struct Slot {
