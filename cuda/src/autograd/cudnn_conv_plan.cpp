@@ -132,9 +132,9 @@ bool full_precision(const Descriptor& config) {
   Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
   cudnnBackendDescriptor_t e = engine.get();
   std::int64_t got = 0;
-  check_cudnn(cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                       &got, &e),
-              "cudnnBackendGetAttribute(CUDNN_ATTR_ENGINECFG_ENGINE)");
+  check_cudnn(
+      cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got, &e),
+      "cudnnBackendGetAttribute(CUDNN_ATTR_ENGINECFG_ENGINE)");
   std::array<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT> notes{};
   check_cudnn(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
                                        static_cast<std::int64_t>(notes.size()), &got, notes.data()),
