@@ -1,9 +1,10 @@
 #pragma once
-// A histogram family's bucket bounds as both /metrics serializers write them
-// in `le`: the same strings in either format, so a series keeps its identity
-// when a scraper switches, and written once per family, since every series of
-// it shares them.
+// A histogram's bucket lines as both /metrics serializers start and end their
+// labels: the same `le` strings in either format, so a series keeps its
+// identity when a scraper switches, and made once per family (the bounds) or
+// per series (the start), since every bucket line shares them.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "glassbox/metrics/snapshot.hpp"
@@ -11,15 +12,22 @@
 
 namespace glassbox::exporters::detail {
 
-/// The family's finite bounds (a histogram accepts no other), then the implied +Inf.
-inline std::vector<std::string> bucket_bound_texts(const metrics::FamilySnapshot& f) {
-  const std::vector<double>& bounds = f.series.front().histogram.upper_bounds;
-  std::vector<std::string> texts;
-  texts.reserve(bounds.size() + 1);
+/// Per bucket, how its line's labels end: `le="0.25"} `, the family's finite
+/// bounds (a histogram accepts no other), then the implied `le="+Inf"} `.
+inline std::vector<std::string> bucket_le_endings(const metrics::FamilySnapshot& f) {
+  const auto& bounds = f.series.front().histogram.upper_bounds;
+  std::vector<std::string> endings;
+  endings.reserve(bounds.size() + 1);
   char buffer[32];
-  for (double b : bounds) texts.emplace_back(buffer, sixteen_digits(buffer, b));
-  texts.emplace_back("+Inf");
-  return texts;
+  for (double b : bounds) endings.push_back("le=\"" + std::string(buffer, sixteen_digits(buffer, b)) + "\"} ");
+  endings.emplace_back("le=\"+Inf\"} ");
+  return endings;
+}
+
+/// How every bucket line of a series starts: `name_bucket{k="v",` (`labels`
+/// as written, `{k="v"` left open), or `name_bucket{` without labels.
+inline std::string bucket_line_start(std::string_view name, std::string_view labels) {
+  return std::string(name) + "_bucket" + std::string(labels) + (labels.empty() ? '{' : ',');
 }
 
 }  // namespace glassbox::exporters::detail

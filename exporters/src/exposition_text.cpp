@@ -60,39 +60,21 @@ void label_block(std::string& block, const metrics::LabelPairs& labels) {
   }
 }
 
-// name, suffix and labels (`block` from label_block), closed, up to the value.
-void line_start(LineWriter& w, std::string_view name, std::string_view suffix, std::string_view block) {
-  w.put(name);
-  w.put(suffix);
-  w.put(block);
-  w.put(block.empty() ? std::string_view(" ") : std::string_view("} "));
-}
-
-// Each bound as a bucket line ends its labels: `le="0.25"} `.
-std::vector<std::string> le_endings(const metrics::FamilySnapshot& f) {
-  std::vector<std::string> endings = bucket_bound_texts(f);
-  for (std::string& e : endings) e = "le=\"" + e + "\"} ";
-  return endings;
-}
-
 void histogram_lines(LineWriter& w, std::string_view name, const metrics::SeriesSnapshot& s,
                      const std::vector<std::string>& le, std::string& block) {
   const metrics::HistogramValue& h = s.histogram;
   label_block(block, s.labels);
-  line_start(w, name, "_count", block);
+  sample_start(w, name, "_count", block);
   w.put(h.count);
   w.put('\n');
-  line_start(w, name, "_sum", block);
+  sample_start(w, name, "_sum", block);
   number(w, h.sum);
   w.put('\n');
-  // Every bucket line starts alike: `name_bucket{labels,` made once.
-  block.insert(0, "_bucket");
-  block.insert(0, name);
-  block.push_back(block.size() == name.size() + 7 ? '{' : ',');
+  const std::string bucket = bucket_line_start(name, block);
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < h.buckets.size(); ++i) {
     cumulative += h.buckets[i];
-    w.put(block);
+    w.put(bucket);
     w.put(le[i]);
     w.put(cumulative);
     w.put('\n');
@@ -124,13 +106,13 @@ void family_lines(LineWriter& w, const metrics::FamilySnapshot& f) {
   w.put(type_name(f.type));
   w.put('\n');
   if (f.type == metrics::MetricType::histogram) {
-    const std::vector<std::string> le = le_endings(f);
+    const std::vector<std::string> le = bucket_le_endings(f);
     for (const metrics::SeriesSnapshot& s : f.series) histogram_lines(w, f.name, s, le, block);
     return;
   }
   for (const metrics::SeriesSnapshot& s : f.series) {
     label_block(block, s.labels);
-    line_start(w, f.name, "", block);
+    sample_start(w, f.name, "", block);
     number(w, s.value);
     w.put('\n');
   }

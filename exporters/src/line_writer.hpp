@@ -53,4 +53,13 @@ class LineWriter {
   std::size_t at_;  // the end of what was written; out_ past it is room
 };
 
+/// A sample line up to its value: name, suffix, then `labels` (`{k="v",...`
+/// left open, or empty) closed, and the space before the value.
+inline void sample_start(LineWriter& w, std::string_view name, std::string_view suffix, std::string_view labels) {
+  w.put(name);
+  w.put(suffix);
+  w.put(labels);
+  w.put(labels.empty() ? std::string_view(" ") : std::string_view("} "));
+}
+
 }  // namespace glassbox::exporters::detail

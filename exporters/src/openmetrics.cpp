@@ -149,26 +149,10 @@ void write_exemplar(LineWriter& w, const metrics::Exemplar& e) {
   w.put(std::string_view(buffer, ec == std::errc() ? end : buffer));
 }
 
-// One line up to its value: name, suffix, labels (`block`), closed.
-void write_sample_start(LineWriter& w, std::string_view name, std::string_view suffix, std::string_view block) {
-  w.put(name);
-  w.put(suffix);
-  w.put(block);
-  w.put(block.empty() ? std::string_view(" ") : std::string_view("} "));
-}
-
-// Each bound as a bucket line ends its labels: `le="0.25"} `.
-std::vector<std::string> le_endings(const metrics::FamilySnapshot& f) {
-  std::vector<std::string> endings = bucket_bound_texts(f);
-  for (std::string& e : endings) e = "le=\"" + e + "\"} ";
-  return endings;
-}
-
 void write_histogram(LineWriter& w, std::string_view name, const metrics::SeriesSnapshot& s,
                      const std::vector<std::string>& le, std::string& block) {
   const metrics::HistogramValue& h = s.histogram;
-  // Every bucket line starts alike: `name_bucket{labels,` made once.
-  std::string bucket = std::string(name) + "_bucket" + block + (block.empty() ? '{' : ',');
+  const std::string bucket = bucket_line_start(name, block);
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < h.buckets.size(); ++i) {
     cumulative += h.buckets[i];
@@ -178,10 +162,10 @@ void write_histogram(LineWriter& w, std::string_view name, const metrics::Series
     if (i < h.exemplars.size() && h.exemplars[i]) write_exemplar(w, *h.exemplars[i]);
     w.put('\n');
   }
-  write_sample_start(w, name, "_count", block);
+  sample_start(w, name, "_count", block);
   w.put(h.count);
   w.put('\n');
-  write_sample_start(w, name, "_sum", block);
+  sample_start(w, name, "_sum", block);
   write_number(w, h.sum);
   w.put('\n');
 }
@@ -200,7 +184,7 @@ void write_family(LineWriter& w, const metrics::FamilySnapshot& f) {
     w.put(piece);
   w.put('\n');
   const bool histogram = f.type == metrics::MetricType::histogram;
-  const std::vector<std::string> le = histogram ? le_endings(f) : std::vector<std::string>{};
+  const std::vector<std::string> le = histogram ? bucket_le_endings(f) : std::vector<std::string>{};
   const std::string_view suffix = f.type == metrics::MetricType::counter ? "_total" : "";
   for (const auto& s : f.series) {
     block.clear();
@@ -209,7 +193,7 @@ void write_family(LineWriter& w, const metrics::FamilySnapshot& f) {
       write_histogram(w, name, s, le, block);
       continue;
     }
-    write_sample_start(w, name, suffix, block);
+    sample_start(w, name, suffix, block);
     write_number(w, s.value);
     w.put('\n');
   }
