@@ -62,11 +62,11 @@ class Family final : public FamilyBase {
     std::vector<std::string> key = make_key(values);
     std::lock_guard lock(mu_);
     auto it = index_.find(key);
-    if (it != index_.end()) return series_[it->second];
-    series_.push_back(Metric::create(config_));
-    labels_.emplace_back(label_pairs(key));
+    if (it != index_.end()) return series_[it->second].metric;
+    // One push: a series and its labels cannot come apart if it throws.
+    series_.push_back({Metric::create(config_), Frozen<LabelPairs>(label_pairs(key))});
     index_.emplace(std::move(key), series_.size() - 1);
-    return series_.back();
+    return series_.back().metric;
   }
 
   void collect_locked(FamilySnapshot& out) const override {
@@ -74,8 +74,8 @@ class Family final : public FamilyBase {
     out.series.reserve(out.series.size() + index_.size());
     for (const auto& [key, i] : index_) {
       SeriesSnapshot s;
-      s.labels = labels_[i];
-      series_[i].read_locked(s);
+      s.labels = series_[i].labels;
+      series_[i].metric.read_locked(s);
       out.series.push_back(std::move(s));
     }
   }
@@ -83,8 +83,11 @@ class Family final : public FamilyBase {
  private:
   Config config_;
   mutable std::mutex mu_;
-  std::deque<Metric> series_;
-  std::deque<Frozen<LabelPairs>> labels_;  // series_[i]'s, made once
+  struct Series {
+    Metric metric;
+    Frozen<LabelPairs> labels;  // made once: every snapshot shares them
+  };
+  std::deque<Series> series_;
   std::map<std::vector<std::string>, std::size_t> index_;
 };
 
