@@ -17,7 +17,6 @@ class Frozen {
  public:
   using value_type = typename Container::value_type;
   using const_iterator = typename Container::const_iterator;
-  using iterator = const_iterator;
   using size_type = std::size_t;
 
   Frozen() = default;
@@ -37,8 +36,6 @@ class Frozen {
   size_type size() const noexcept { return get().size(); }
   bool empty() const noexcept { return get().empty(); }
   const value_type& operator[](size_type i) const { return get()[i]; }
-  const value_type& at(size_type i) const { return get().at(i); }
-  const value_type& front() const { return get().front(); }
   const value_type& back() const { return get().back(); }
 
   friend bool operator==(const Frozen& a, const Frozen& b) { return a.get() == b.get(); }
