@@ -122,7 +122,7 @@ std::vector<Descriptor> engine_configs(cudnnBackendDescriptor_t graph, cudnnBack
   check_cudnn(cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
                                        count, &count, raw.data()),
               "cudnnBackendGetAttribute(CUDNN_ATTR_ENGINEHEUR_RESULTS)");
-  configs.erase(configs.begin() + count, configs.end());  // fewer may have come
+  while (static_cast<std::int64_t>(configs.size()) > count) configs.pop_back();  // fewer may have come
   return configs;
 }
 

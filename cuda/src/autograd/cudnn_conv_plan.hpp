@@ -26,10 +26,7 @@ class Descriptor {
   explicit Descriptor(cudnnBackendDescriptorType_t type);
   ~Descriptor();
   Descriptor(Descriptor&& other) noexcept : d_(std::exchange(other.d_, nullptr)) {}
-  Descriptor& operator=(Descriptor&& other) noexcept {
-    std::swap(d_, other.d_);  // ours goes with `other`
-    return *this;
-  }
+  Descriptor& operator=(Descriptor&&) = delete;
 
   cudnnBackendDescriptor_t get() const noexcept { return d_; }
   Descriptor& set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, std::int64_t count,
