@@ -4,6 +4,9 @@
 // glassbox-compare-host-allocator, run on the GPU machine.
 #include <benchmark/benchmark.h>
 
+#include <array>
+#include <atomic>
+
 #include "bench_util.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/host_allocator/sim_host_backend.hpp"
@@ -52,17 +55,28 @@ BENCHMARK(BM_CachedPairSharedListsOnly)->Apply(glassbox::bench::thread_sweep);
 // allocate, use on a stream whose work is already done, free: one event
 // recorded, and polled complete by the next allocate.
 // From several threads, each on its own stream, as the GPU comparison runs it.
-void BM_RecordEventPath(benchmark::State& state) {
+void record_event_path(benchmark::State& state, gha::StreamLife life) {
   auto& a = allocator("");
-  thread_local gs::SimStream stream;
+  // A stream per thread that outlives the allocator: the benchmark's threads
+  // exit after each thread count, the streams stay (as the GPU comparison's).
+  static std::array<gs::SimStream, 64> streams;
+  static std::atomic<unsigned> next{0};
+  thread_local gs::SimStream& stream = streams[next++ % streams.size()];
   for (auto _ : state) {
     auto x = a.allocate(kBytes);
-    a.record_stream(x.ptr, x.ctx, gha::SimHostBackend::id(stream));
+    a.record_stream(x.ptr, x.ctx, gha::SimHostBackend::id(stream), life);
     a.free(x.ctx);
   }
   state.SetItemsProcessed(state.iterations());
+  state.counters["blocks"] = static_cast<double>(a.stats().allocations.current);
+}
+void BM_RecordEventPath(benchmark::State& state) { record_event_path(state, gha::StreamLife::unknown); }
+// The same on a stream that outlives the allocator: events deferred and shared.
+void BM_RecordEventPathLongLived(benchmark::State& state) {
+  record_event_path(state, gha::StreamLife::outlives_allocator);
 }
 BENCHMARK(BM_RecordEventPath)->Apply(glassbox::bench::thread_sweep);
+BENCHMARK(BM_RecordEventPathLongLived)->Apply(glassbox::bench::thread_sweep);
 
 }  // namespace
 

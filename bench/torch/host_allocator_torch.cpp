@@ -34,4 +34,9 @@ int main(int argc, char** argv) {
   if (gc::wanted(argc, argv, "host_alloc_record_event")) {
     gc::report_sweep("pytorch", "host_alloc_record_event", record_event_path, gc::kShortThreadSweep);
   }
+  // glassbox's side of this row promises that its stream outlives the
+  // allocator; PyTorch's pool streams do, but it cannot be told: the same calls.
+  if (gc::wanted(argc, argv, "host_alloc_record_event_long_lived")) {
+    gc::report_sweep("pytorch", "host_alloc_record_event_long_lived", record_event_path, gc::kShortThreadSweep);
+  }
 }

@@ -90,8 +90,10 @@ class Model {
   std::map<std::size_t, std::int64_t> active_peak;  // per size, blocks handed out (in no list, no cache)
 
   // Oldest first, stopping at the first event its stream has not passed, or
-  // once a block of `wanted` bytes became free (0: none wanted).
-  void process(int pool, const std::vector<std::uint64_t>& completed, std::size_t wanted = 0) {
+  // once a block of `wanted` bytes became free (0: none wanted). An
+  // allocate()'s poll (`refill`) puts the other blocks it frees into the
+  // thread's cache where they fit.
+  void process(int pool, const std::vector<std::uint64_t>& completed, std::size_t wanted = 0, bool refill = false) {
     auto& q = events[pool];
     while (!q.empty()) {
       ModelEvent e = q.back();
@@ -99,8 +101,15 @@ class Model {
       q.pop_back();
       ModelBlock& b = blocks.at(e.block);
       if (--b.event_count > 0) continue;
-      free_lists[{pool, b.size}].push_back(e.block);
-      if (b.size == wanted) return;
+      if (b.size == wanted) {
+        free_lists[{pool, b.size}].push_back(e.block);
+        return;
+      }
+      if (refill) {
+        put_free(pool, b.size, e.block);
+      } else {
+        free_lists[{pool, b.size}].push_back(e.block);
+      }
     }
   }
   // A block freed with no stream to wait for: the thread's cache if it has
@@ -201,9 +210,12 @@ class ModelHarness {
     std::size_t request = sizes[pick(0, 4)];
     std::size_t size = allocator_->round_size(request);
     int pool = capturing_ ? 1 : 0;
+    // A cache hit polls nothing; a miss polls for a block of its size.
     int id = model_.take_cached(pool, size);
-    model_.process(pool, completed(), id < 0 ? size : 0);  // a cache hit wants no block from the poll
-    if (id < 0) id = model_.take(pool, size);
+    if (id < 0) {
+      model_.process(pool, completed(), size, true);
+      id = model_.take(pool, size);
+    }
     std::size_t allocations_before = backend_->allocations();
     gha::HostAllocation a;
     {

@@ -8,7 +8,8 @@
 // several iterations later, after it (and the other threads) allocated and
 // stamped more blocks of the same class. An allocator that reused a block
 // before its event completed hands it to a writer while the reader waits:
-// that reader sees a foreign stamp.
+// that reader sees a foreign stamp. The odd threads promise their streams
+// outlive the allocator, so their blocks' events are deferred and shared.
 //
 // Instantiated with the host traits of tests/support/sim_backend_traits.hpp
 // and tests/gpu/cuda_backend_traits.hpp (the reader is a host task: a
@@ -66,13 +67,14 @@ TYPED_TEST_P(HostAllocatorStampTyped, EveryReaderSeesItsOwnStampUnderEightThread
   // same class is taken and stamped before the reader may run.
   constexpr std::size_t kLag = std::size(kSizes);
 
+  // Before the allocator: the odd threads' streams are promised to outlive it.
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (int t = 0; t < kThreads; ++t) streams.push_back(std::make_unique<Stream>());
   host_allocator::HostAllocatorOptions o;
   o.config = host_allocator::HostAllocatorConfig::parse("");
   o.registry = &this->registry;
   auto backend = TypeParam::make_backend(o.config);
   host_allocator::CachingHostAllocator allocator(backend, o);
-  std::vector<std::unique_ptr<Stream>> streams;
-  for (int t = 0; t < kThreads; ++t) streams.push_back(std::make_unique<Stream>());
   std::atomic<int> ran{0}, wrong{0};
 
   auto work = [&](int t) {
@@ -88,7 +90,9 @@ TYPED_TEST_P(HostAllocatorStampTyped, EveryReaderSeesItsOwnStampUnderEightThread
         if (!stamp_detail::holds(ptr, size, value)) wrong.fetch_add(1);
         ran.fetch_add(1);
       });
-      allocator.record_stream(a.ptr, a.ctx, s.id());
+      allocator.record_stream(
+          a.ptr, a.ctx, s.id(),
+          t % 2 == 1 ? host_allocator::StreamLife::outlives_allocator : host_allocator::StreamLife::unknown);
       allocator.free(a.ctx);
       if (closed.size() > kLag) {
         closed.front()->open();

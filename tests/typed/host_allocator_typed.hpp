@@ -63,8 +63,9 @@ class HostAllocatorTyped : public ::testing::Test {
   void free(host_allocator::HostAllocation a) { allocator->free(a.ctx); }
   host_allocator::HostStats stats() const { return allocator->stats(); }
   /// Marks `a` as used on `s` (put a gate on `s` first to keep its event pending).
-  void record(host_allocator::HostAllocation a, Stream& s) {
-    ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, s.id()));
+  void record(host_allocator::HostAllocation a, Stream& s,
+              host_allocator::StreamLife life = host_allocator::StreamLife::unknown) {
+    ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, s.id(), life));
   }
   double metric(const std::string& name, const metrics::LabelPairs& labels = {}) const {
     return metrics::sum_series(registry.snapshot(), name, labels);
@@ -101,6 +102,41 @@ class HostAllocatorTyped : public ::testing::Test {
     for (auto& t : threads) t.join();
     for (auto& g : gates) g->open();
     for (Stream& s : streams) s.synchronize();
+  }
+
+  void expect_queued_read_sees_its_bytes(host_allocator::StreamLife life) {
+    constexpr std::size_t kBytes = 1 << 16;
+    make();
+    Stream s;
+    auto a = allocate(kBytes);
+    std::memset(a.ptr, 0xAB, kBytes);
+    host_allocator::HostAllocation b, b2;
+    {
+      Gate g(s.native());
+      Read read(s, a.ptr, kBytes);
+      record(a, s, life);
+      this->free(a);
+      // At once, while the read waits; twice, as a block's deferred event
+      // may be recorded and polled by a later allocate().
+      b = allocate(kBytes);
+      std::memset(b.ptr, 0xCD, kBytes);
+      EXPECT_NE(b.ptr, a.ptr);
+      b2 = allocate(kBytes);
+      std::memset(b2.ptr, 0xEF, kBytes);
+      EXPECT_NE(b2.ptr, a.ptr);
+      g.open();
+      auto seen = read.bytes();
+      EXPECT_EQ(std::count(seen.begin(), seen.end(), 0xAB), static_cast<long>(kBytes))
+          << "the queued read saw overwritten bytes";
+    }
+    this->free(b);
+    this->free(b2);
+    s.synchronize();
+    allocator->process_events();
+    auto c = allocate(kBytes);  // the read is done: a's block may come back now
+    EXPECT_TRUE(c.ptr == a.ptr || c.ptr == b.ptr || c.ptr == b2.ptr);
+    EXPECT_EQ(stats().allocations.current, 3);
+    this->free(c);
   }
 
   /// Requests, hits, blocks and peaks of one class, under config `conf`.
@@ -195,32 +231,14 @@ TYPED_TEST_P(HostAllocatorTyped, ABlockIsNotReusedBeforeEveryStreamPassedItsEven
 
 // A copy queued behind a gate reads the block only when the gate opens: by
 // then the test has freed the block, allocated again and overwritten what it
-// got. The copy must still see the original bytes.
+// got. The copy must still see the original bytes, whether the event was
+// recorded in free() or deferred (a stream that outlives the allocator).
 TYPED_TEST_P(HostAllocatorTyped, AFreedBlockIsNotReusedWhileQueuedWorkStillReadsIt) {
-  constexpr std::size_t kBytes = 1 << 16;
-  this->make();
-  typename TestFixture::Stream s;
-  auto a = this->allocate(kBytes);
-  std::memset(a.ptr, 0xAB, kBytes);
-  host_allocator::HostAllocation b;
-  {
-    typename TestFixture::Gate g(s.native());
-    typename TestFixture::Read read(s, a.ptr, kBytes);
-    this->record(a, s);
-    this->free(a);
-    b = this->allocate(kBytes);  // at once, while the read waits
-    std::memset(b.ptr, 0xCD, kBytes);
-    EXPECT_NE(b.ptr, a.ptr);
-    g.open();
-    auto seen = read.bytes();
-    EXPECT_EQ(std::count(seen.begin(), seen.end(), 0xAB), static_cast<long>(kBytes))
-        << "the queued read saw overwritten bytes";
-  }
-  this->free(b);
-  auto c = this->allocate(kBytes);  // the read is done: a's block may come back now
-  EXPECT_TRUE(c.ptr == a.ptr || c.ptr == b.ptr);
-  EXPECT_EQ(this->stats().allocations.current, 2);
-  this->free(c);
+  this->expect_queued_read_sees_its_bytes(host_allocator::StreamLife::unknown);
+}
+
+TYPED_TEST_P(HostAllocatorTyped, ADeferredBlockIsNotReusedWhileQueuedWorkStillReadsIt) {
+  this->expect_queued_read_sees_its_bytes(host_allocator::StreamLife::outlives_allocator);
 }
 
 // The control: without record_stream the block comes straight back and the
@@ -368,6 +386,227 @@ TYPED_TEST_P(HostAllocatorTyped, ProcessEventsPollsWhatEveryThreadFreed) {
   this->allocator->process_events();
   EXPECT_EQ(this->stats().pending_events, 0);
   EXPECT_EQ(this->stats().cached_blocks, 2 * kThreads);
+}
+
+// Blocks freed on a stream that outlives the allocator get no event in
+// free(): the first allocate() that finds no free block records one for all
+// of them, and they come back once their stream passed it, the allocating
+// thread's cache refilled from them.
+TYPED_TEST_P(HostAllocatorTyped, BlocksOnAStreamThatOutlivesTheAllocatorShareOneEvent) {
+  constexpr int kBlocks = 8;
+  this->make();
+  typename TestFixture::Stream s;
+  std::vector<host_allocator::HostAllocation> first;
+  std::set<void*> firsts;
+  for (int i = 0; i < kBlocks; ++i) first.push_back(this->allocate(4096));
+  host_allocator::HostAllocation late, late2;
+  {
+    typename TestFixture::Gate g(s.native());
+    for (auto a : first) {
+      this->record(a, s, host_allocator::StreamLife::outlives_allocator);
+      firsts.insert(a.ptr);
+    }
+    for (auto a : first) this->free(a);
+    EXPECT_EQ(this->stats().pending_events, 0) << "an event was recorded in free()";
+    EXPECT_EQ(this->metric("glassbox_host_blocks", {{"state", "pending_event"}}), kBlocks);
+    EXPECT_EQ(this->metric("glassbox_host_deferred_blocks"), kBlocks);
+    late = this->allocate(4096);  // none cached: one event for the eight, behind the gate
+    EXPECT_EQ(firsts.count(late.ptr), 0u) << "handed out before its stream passed an event";
+    EXPECT_EQ(this->stats().pending_events, 1);
+    EXPECT_EQ(this->metric("glassbox_host_deferred_blocks"), 0);
+    EXPECT_EQ(this->metric("glassbox_host_group_events_total"), 1);
+    EXPECT_EQ(this->metric("glassbox_host_group_blocks_total"), kBlocks);
+    late2 = this->allocate(4096);  // polls that event: not yet
+    EXPECT_EQ(firsts.count(late2.ptr), 0u) << "handed out before its stream passed its event";
+    g.open();
+    s.synchronize();
+  }
+  auto again = this->allocate(4096);
+  EXPECT_EQ(firsts.count(again.ptr), 1u);
+  EXPECT_EQ(this->blocks_made(), static_cast<std::size_t>(kBlocks + 2));
+  EXPECT_EQ(this->stats().pending_events, 0);
+  EXPECT_EQ(this->stats().cached_blocks, kBlocks - 1);
+  EXPECT_EQ(this->metric("glassbox_host_blocks", {{"state", "pending_event"}}), 0);
+  // Four of them came back into the thread's cache (thread_cache:4): the
+  // next four are hits that make no block and poll nothing.
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(firsts.count(this->allocate(4096).ptr), 1u);
+  EXPECT_EQ(this->blocks_made(), static_cast<std::size_t>(kBlocks + 2));
+  if (auto live = TypeParam::live_events(*this->backend)) {
+    EXPECT_EQ(*live, 0u);
+  }
+  for (auto h : {late, late2, again}) this->free(h);
+}
+
+// A thread records its open group once it holds a cache's worth of blocks
+// (thread_cache), at its next allocate() that finds none cached: one event
+// per group, not per free.
+TYPED_TEST_P(HostAllocatorTyped, AThreadRecordsItsGroupOnceItHoldsACachesWorth) {
+  this->make("thread_cache:4");
+  typename TestFixture::Stream s;
+  typename TestFixture::Gate g(s.native());
+  auto cycle = [&] {
+    auto a = this->allocate(4096);
+    this->record(a, s, host_allocator::StreamLife::outlives_allocator);
+    this->free(a);
+  };
+  for (int i = 0; i < 4; ++i) cycle();
+  EXPECT_EQ(this->metric("glassbox_host_group_events_total"), 0);
+  EXPECT_EQ(this->metric("glassbox_host_deferred_blocks"), 4);
+  cycle();  // its allocate records the four
+  EXPECT_EQ(this->metric("glassbox_host_group_events_total"), 1);
+  for (int i = 0; i < 3; ++i) cycle();  // the next group grows to 4 blocks
+  EXPECT_EQ(this->metric("glassbox_host_group_events_total"), 1);
+  cycle();
+  EXPECT_EQ(this->metric("glassbox_host_group_events_total"), 2);
+  EXPECT_EQ(this->metric("glassbox_host_group_blocks_total"), 8);
+  EXPECT_EQ(this->metric("glassbox_host_deferred_blocks"), 1);
+  EXPECT_EQ(this->blocks_made(), 9u) << "a block was reused before its stream passed its event";
+  g.open();
+  s.synchronize();
+  this->allocator->process_events();  // records the last block's group too
+  s.synchronize();
+  this->allocator->process_events();
+  EXPECT_EQ(this->stats().pending_events, 0);
+  EXPECT_EQ(this->metric("glassbox_host_deferred_blocks"), 0);
+  EXPECT_EQ(this->stats().cached_blocks, 9);
+}
+
+// process_events() records every open group before it polls; a poll on a
+// held stream leaves the group pending, a later one frees it.
+TYPED_TEST_P(HostAllocatorTyped, ProcessEventsRecordsAndPollsDeferredBlocks) {
+  this->make("thread_cache:0");
+  typename TestFixture::Stream s;
+  std::vector<host_allocator::HostAllocation> held;
+  for (int i = 0; i < 4; ++i) held.push_back(this->allocate(4096));
+  {
+    typename TestFixture::Gate g(s.native());
+    for (auto a : held) this->record(a, s, host_allocator::StreamLife::outlives_allocator);
+    for (auto a : held) this->free(a);
+    this->allocator->process_events();  // records their one event
+    EXPECT_EQ(this->stats().pending_events, 1);
+    EXPECT_EQ(this->stats().cached_blocks, 0);
+  }
+  s.synchronize();
+  this->allocator->process_events();
+  EXPECT_EQ(this->stats().pending_events, 0);
+  EXPECT_EQ(this->stats().cached_blocks, 4);
+}
+
+// A deferred block's stream began capturing before the block's event was
+// recorded: a record now would be captured into the graph and never
+// complete, so none is made until the capture ended; then the block comes
+// back, with no failed poll and nothing retired.
+TYPED_TEST_P(HostAllocatorTyped, ADeferredRecordWaitsForTheCaptureToEnd) {
+  using T = TypeParam;
+  this->make("thread_cache:0");
+  typename TestFixture::Stream s;
+  auto a = this->allocate(4096);
+  this->record(a, s, host_allocator::StreamLife::outlives_allocator);
+  this->free(a);
+  T::begin_capture(s);
+  auto b = this->allocate(4096);  // no free block; s captures: no record
+  EXPECT_NE(b.ptr, a.ptr);
+  this->allocator->process_events();
+  EXPECT_EQ(this->stats().pending_events, 0) << "an event was recorded on a capturing stream";
+  EXPECT_EQ(this->metric("glassbox_host_deferred_blocks"), 1);
+  T::end_capture(s);
+  this->allocator->process_events();  // records it now
+  s.synchronize();
+  this->allocator->process_events();
+  auto c = this->allocate(4096);
+  EXPECT_EQ(c.ptr, a.ptr);
+  EXPECT_EQ(this->metric("glassbox_host_event_errors_total"), 0);
+  EXPECT_EQ(this->metric("glassbox_host_blocks_unrecyclable_total"), 0);
+  this->free(b);
+  this->free(c);
+}
+
+// Without the promise a caller may destroy its stream right after free():
+// the event was recorded in free(), and nothing touches the stream after.
+TYPED_TEST_P(HostAllocatorTyped, StreamsDestroyedRightAfterFreeAreNotRecordedOnLater) {
+  constexpr int kStreams = 8;
+  this->make();
+  std::vector<host_allocator::HostAllocation> held;
+  for (int i = 0; i < kStreams; ++i) held.push_back(this->allocate(4096));
+  std::set<void*> freed;
+  for (auto a : held) {
+    auto s = std::make_unique<typename TestFixture::Stream>();
+    this->record(a, *s);
+    this->free(a);
+    freed.insert(a.ptr);
+    s->synchronize();
+  }  // each stream destroyed right after its free
+  std::vector<host_allocator::HostAllocation> again;
+  for (int i = 0; i < kStreams; ++i) again.push_back(this->allocate(4096));
+  for (auto a : again) EXPECT_EQ(freed.count(a.ptr), 1u);
+  EXPECT_EQ(this->metric("glassbox_host_event_errors_total"), 0);
+  EXPECT_EQ(this->metric("glassbox_host_blocks_unrecyclable_total"), 0);
+  for (auto a : again) this->free(a);
+}
+
+// Each stream has its own group: an event on one stream says nothing of the
+// work queued on another.
+TYPED_TEST_P(HostAllocatorTyped, DeferredBlocksWaitForTheirOwnStreamsEvent) {
+  this->make("thread_cache:0");
+  typename TestFixture::Stream held, running;
+  auto x = this->allocate(4096);
+  auto y = this->allocate(4096);
+  {
+    typename TestFixture::Gate g(held.native());
+    this->record(x, held, host_allocator::StreamLife::outlives_allocator);
+    this->record(y, running, host_allocator::StreamLife::outlives_allocator);
+    // y first: its stream's event is the older one, polled first (a poll
+    // stops at the first event not complete, as the seed's).
+    this->free(y);
+    this->free(x);
+    this->allocator->process_events();  // one event on each stream
+    EXPECT_GE(this->stats().pending_events, 1);
+    running.synchronize();
+    this->allocator->process_events();
+    EXPECT_EQ(this->stats().cached_blocks, 1);
+    auto z = this->allocate(4096);
+    EXPECT_EQ(z.ptr, y.ptr) << "the block on the held stream came back before its stream passed its event";
+    this->free(z);
+  }
+  held.synchronize();
+  this->allocator->process_events();
+  EXPECT_EQ(this->stats().cached_blocks, 2);
+}
+
+// The thread found the block by its context once (and remembers it); after
+// empty_cache() returned it to the system, the same context names no block.
+TYPED_TEST_P(HostAllocatorTyped, ARecordOnABlockReturnedToTheSystemFindsNothing) {
+  this->make();
+  typename TestFixture::Stream s;
+  auto a = this->allocate(4096);
+  this->record(a, s);
+  this->free(a);
+  s.synchronize();
+  this->allocator->process_events();
+  this->allocator->empty_cache();
+  ASSERT_EQ(this->stats().allocations.current, 0);
+  EXPECT_EQ(this->allocator->try_record_stream(a.ptr, a.ctx, s.id()),
+            host_allocator::CachingHostAllocator::RecordOutcome::unknown_memory);
+}
+
+// A block used on two streams is not deferred (a block is in one group at
+// a time), even when both were promised: its events are recorded in free().
+TYPED_TEST_P(HostAllocatorTyped, ABlockOnTwoStreamsGetsItsEventsInFree) {
+  this->make();
+  typename TestFixture::Stream s1, s2;
+  auto a = this->allocate(4096);
+  this->record(a, s1, host_allocator::StreamLife::outlives_allocator);
+  this->record(a, s2, host_allocator::StreamLife::outlives_allocator);
+  {
+    typename TestFixture::Gate g(s1.native());
+    this->free(a);
+    EXPECT_EQ(this->stats().pending_events, 2);
+    EXPECT_EQ(this->metric("glassbox_host_deferred_blocks"), 0);
+  }
+  s1.synchronize();
+  s2.synchronize();
+  this->allocator->process_events();
+  EXPECT_EQ(this->stats().cached_blocks, 1);
 }
 
 TYPED_TEST_P(HostAllocatorTyped, CapturePoolsAreKeptApartFromTheDefaultPool) {
@@ -642,7 +881,15 @@ TYPED_TEST_P(HostAllocatorTyped, ARecordStreamRacingAFreeIsNeverLost) {
 
 REGISTER_TYPED_TEST_SUITE_P(HostAllocatorTyped, ZeroBytesGivesNull, ABlockUsedOnNoStreamIsReusedAtOnce,
                             ABlockIsNotReusedBeforeEveryStreamPassedItsEvent,
-                            AFreedBlockIsNotReusedWhileQueuedWorkStillReadsIt, WithoutRecordStreamTheOverwriteIsVisible,
+                            AFreedBlockIsNotReusedWhileQueuedWorkStillReadsIt,
+                            ADeferredBlockIsNotReusedWhileQueuedWorkStillReadsIt,
+                            BlocksOnAStreamThatOutlivesTheAllocatorShareOneEvent,
+                            AThreadRecordsItsGroupOnceItHoldsACachesWorth,
+                            ProcessEventsRecordsAndPollsDeferredBlocks, ADeferredRecordWaitsForTheCaptureToEnd,
+                            StreamsDestroyedRightAfterFreeAreNotRecordedOnLater, DeferredBlocksWaitForTheirOwnStreamsEvent,
+                            ARecordOnABlockReturnedToTheSystemFindsNothing,
+                            ABlockOnTwoStreamsGetsItsEventsInFree,
+                            WithoutRecordStreamTheOverwriteIsVisible,
                             RecordStreamFindsABlockByPointer, ProcessEventsForOneSizeFreesOnlyThatSize,
                             EmptyCacheReleasesOnlyFreeBlocks, EmptyCacheTakesBlocksFromOtherThreadsCaches,
                             AThreadsCachedBlocksGoBackWhenItExits,

@@ -57,7 +57,12 @@ struct alignas(64) Block {
   // recorded on a capturing stream. A replay may read it at any later time.
   bool captured = false;
   bool retired = false;  // kept out of reuse for good, and counted so
+  // Every record_stream on it since it was handed out promised that the
+  // stream outlives the allocator (StreamLife): its event may be deferred.
+  bool streams_outlive = true;
   std::vector<StreamId> streams;
+  // The next block of the group one event covers (EventGroup), or null.
+  Block* group_next = nullptr;
   int event_count = 0;
   std::uint64_t freed_tick = 0;  // when it was last freed (Impl::tick), for the LRU trim
   // For the OOM snapshot: bytes asked by its current user (atomic, as the
@@ -71,15 +76,39 @@ struct FreeList {
   std::vector<Block*> blocks;
 };
 
+// Blocks one event covers: `head` and the blocks chained from it through
+// Block::group_next (one block, unless its event was deferred).
+struct EventGroup {
+  EventId event = 0;
+  Block* head = nullptr;
+};
+
+// Blocks freed on one long-lived stream since its last event (deferred: see
+// record_stream), waiting for the event that will cover them all.
+struct OpenGroup {
+  StreamId stream = 0;
+  Block* head = nullptr;
+  int blocks = 0;
+  bool uncacheable = false;  // holds a block no thread cache takes: recorded at the next miss
+};
+
 // A share of a pool's pending events: those of the blocks that threads
 // given this shard freed. A thread polls its own shard first, and the others
 // only before it would make a new block: with one queue for all, sixteen
 // threads on the record path spent half their time spinning on its lock.
 // Cache-line aligned: each shard's lock and count are written by its threads.
 struct alignas(64) EventShard {
-  detail::SpinLock mu;                            // held for one deque operation
-  std::deque<std::pair<EventId, Block*>> events;  // newest at the front
-  std::atomic<std::int64_t> pending{0};           // events.size(), readable without mu
+  detail::SpinLock mu;              // held for one deque or open-group operation
+  std::deque<EventGroup> events;    // newest at the front
+  std::atomic<std::int64_t> pending{0};   // events.size(), readable without mu
+  std::vector<OpenGroup> open;            // one per stream, in the order first freed on
+  std::atomic<std::int64_t> deferred{0};  // blocks in `open`, readable without mu
+  // Blocks freed here that wait on events, open groups included (or were
+  // retired: for good), by class; summed over the shards at scrape time.
+  // Here, not in the class's record: on the record path every free and
+  // every reuse changes it, and one shared count per class was a line that
+  // sixteen threads met at each.
+  std::array<std::atomic<std::int64_t>, SizeClasses::kCount> waiting{};
 };
 
 // The calling thread's event shard (1 + its index; 0 until chosen).
@@ -101,10 +130,19 @@ struct BlockPool {
       tl_event_shard = next_event_shard();
     return shards[tl_event_shard - 1];
   }
-  // Events pending in every shard; each shard's count read once.
-  std::int64_t pending() const noexcept {
+  // Blocks of class `cls` waiting in every shard.
+  std::int64_t waiting(std::uint32_t cls) const noexcept {
     std::int64_t n = 0;
-    for (const EventShard& s : shards) n += s.pending.load(std::memory_order_relaxed);
+    for (const EventShard& s : shards) n += s.waiting[cls].load(std::memory_order_relaxed);
+    return n;
+  }
+  // Events pending in every shard; each shard's count read once.
+  std::int64_t pending() const noexcept { return sum(&EventShard::pending); }
+  // Blocks in every shard's open groups.
+  std::int64_t deferred() const noexcept { return sum(&EventShard::deferred); }
+  std::int64_t sum(std::atomic<std::int64_t> EventShard::*count) const noexcept {
+    std::int64_t n = 0;
+    for (const EventShard& s : shards) n += (s.*count).load(std::memory_order_relaxed);
     return n;
   }
   static std::uint32_t next_event_shard() noexcept;
@@ -176,7 +214,6 @@ struct ClassRecord {
   Stat active_bytes;
   std::uint64_t requests_base = 0;  // counter values at the last reset
   std::uint64_t hits_base = 0;
-  std::atomic<std::int64_t> pending_blocks{0};  // freed, waiting on events (or retired: for good)
   // The exact peak of handed-out blocks (active_requests less the blocks in
   // thread caches), kept without a shared write on the thread-cache path:
   //   peak_out - handed_out == slack + the credits of every thread cache's slot.
@@ -216,12 +253,28 @@ struct alignas(64) ThreadCache {
     std::atomic<std::uint64_t> freed{0};  // this thread's free() calls
   };
   detail::BiasedLock lock;
-  // Its thread's shard of the default pool's events, which allocate() polls
-  // before a hit (BlockPool::own_shard()). Next to the lock: one line.
-  const EventShard* own_events = nullptr;
   std::array<Slot, SizeClasses::kCount> slots{};
   std::atomic<std::uint64_t> requested_bytes{0};
 };
+
+// The blocks the calling thread last found by their context in
+// record_stream (Impl::find_block), so that its next record on one needs no
+// lookup under the pool's shared lock: at sixteen threads that lock was met
+// on every record. Valid while `epoch` equals the allocator's count of
+// blocks taken out of its tables (Impl::blocks_forgotten): a block can only
+// be deallocated after that count moved. One allocator's at a time.
+struct KnownBlocks {
+  static constexpr std::size_t kSlots = 64;
+  std::uint64_t allocator = 0;
+  std::uint64_t epoch = 0;
+  std::array<const void*, kSlots> slots{};
+  // Blocks are cache-line aligned: the bits above the line index the slots.
+  const void*& slot(const void* b) noexcept { return slots[(reinterpret_cast<std::uintptr_t>(b) >> 6) % kSlots]; }
+  const void* slot(const void* b) const noexcept {
+    return slots[(reinterpret_cast<std::uintptr_t>(b) >> 6) % kSlots];
+  }
+};
+extern thread_local constinit KnownBlocks tl_known_blocks;
 
 // The calling thread's cache of the allocator it used last (by id): the
 // fast path of Impl::local_cache(), defined in thread_cache.cpp.
@@ -238,6 +291,9 @@ struct Metrics {
   metrics::Gauge reserved_bytes;
   metrics::UpDownCounter cached_bytes;
   metrics::UpDownCounter pending_events;
+  metrics::UpDownCounter deferred_blocks;
+  metrics::Counter group_events;  // events recorded for open groups
+  metrics::Counter group_blocks;  // blocks those events covered
   metrics::Histogram backend_alloc_seconds;
   metrics::Counter unrecyclable_captured;
   metrics::Counter unrecyclable_record_failed;
@@ -292,12 +348,14 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // allocate()'s common case, whole and inline: a credited block of the
   // calling thread's cache, handed out under the cache's owner side alone,
   // writing only the thread's own lines. Null when anything else must come
-  // first (a capture allocating to a private pool, events to poll, no cache
-  // yet, an empty or uncredited slot): allocate_slow() does it all then.
+  // first (a capture allocating to a private pool, no cache yet, an empty or
+  // uncredited slot): allocate_slow() does it all then. Events are polled
+  // only there: a thread with a block at hand pays no driver call for a
+  // poll (the seed polls at every allocation), and its pending blocks are
+  // reclaimed at its next miss, or by any thread before it makes a block.
   Block* take_cached(std::uint32_t cls, std::size_t size) noexcept {
     if (tl_cache_owner != id || !captures_empty.load(std::memory_order_relaxed)) return nullptr;
     ThreadCache& tc = *tl_cache;
-    if (!config.background_thread && tc.own_events->pending.load(std::memory_order_relaxed) > 0) return nullptr;
     if (!tc.lock.owner_try_lock()) return nullptr;
     auto& slot = tc.slots[cls];  // a class above ThreadCache::kMaxBlock: always empty
     Block* b = slot.pop_credited();
@@ -333,6 +391,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
     b->use.store(Block::kHandedOut, std::memory_order_relaxed);
     b->owner.store(thread_token(), std::memory_order_relaxed);
     b->captured = captured;
+    b->streams_outlive = true;
     b->requested.store(size, std::memory_order_relaxed);
     if (config.nvtx_mem_regions) [[unlikely]]
       backend->mark_requested(b->ptr, size, b->size);
@@ -388,12 +447,39 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   void note_foreign_record(const Block* b);
   void free_with_streams(Block* b);
   void queue_events(Block* b, const std::vector<StreamId>& streams, bool captured);
+  // Adds b, freed after use on `stream` alone (promised long-lived), to the
+  // stream's open group in the calling thread's shard: no event yet.
+  void defer_event(BlockPool& pool, Block* b, StreamId stream);
+  // Records one event for each open group of `shard` that holds at least
+  // `min_blocks` blocks (or an uncacheable one), covering all of them.
+  void record_open_groups(BlockPool& pool, EventShard& shard, int min_blocks);
+  void record_group(BlockPool& pool, EventShard& shard, const OpenGroup& group);
+  // The size at which a thread records its open group: what its cache takes
+  // back of it when it completes, so that the blocks return without a
+  // shared list, and one event serves that many frees. A thread thus holds
+  // up to about two groups per stream while the stream's latency allows.
+  int full_group() const noexcept { return std::max(config.thread_cache, 1); }
   // Keeps a freed block out of reuse for good (its event count never drains)
   // and counts it once, under `reason`.
   void retire(Block* b, metrics::Counter& reason);
   BlockPool& pool_of(const Block* b);
   std::pair<BlockPool*, bool> pool_for_current_stream();
   Block* find_block(void* ptr, void* ctx);
+  Block* find_by_ptr(void* ptr);
+  // Whether the calling thread found `ctx` among this allocator's blocks
+  // before, and none has left them since (KnownBlocks).
+  bool known_block(const void* ctx) const noexcept {
+    const KnownBlocks& k = tl_known_blocks;
+    return k.allocator == id && k.slot(ctx) == ctx && k.epoch == blocks_forgotten.load(std::memory_order_acquire);
+  }
+  void remember_block(const Block* b, std::uint64_t epoch) noexcept;
+  // Takes b out of pool's tables (the caller holds blocks_mu), to be
+  // deallocated: every thread's KnownBlocks is out of date from here.
+  void forget(BlockPool& pool, Block* b) {
+    blocks_forgotten.fetch_add(1, std::memory_order_acq_rel);
+    pool.blocks.erase(b);
+    pool.by_ptr.erase(b->ptr);
+  }
   // Whether fn(pool) holds for some pool; each pool's blocks_mu is held
   // while fn looks at it.
   template <class Fn>
@@ -402,8 +488,15 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // events
   static constexpr std::uint32_t kNoClass = SizeClasses::kCount;
   // Polls one shard (events.cpp says how); returns a block of class
-  // `wanted` it freed, or null.
-  Block* process_shard(BlockPool& pool, EventShard& shard, std::int64_t size, std::uint32_t wanted);
+  // `wanted` it freed, or null. With `fill_cache` (the calling thread's own
+  // shard) the other blocks it frees go into the thread's cache where they fit.
+  Block* process_shard(BlockPool& pool, EventShard& shard, std::int64_t size, std::uint32_t wanted,
+                       bool fill_cache = false);
+  // Frees the blocks of a group whose event `poll` found complete (or
+  // failed, for good); process_shard says where they go. Returns whether
+  // any became free.
+  bool release_group(BlockPool& pool, EventShard& shard, const EventGroup& group, EventPoll poll,
+                     std::uint32_t wanted, bool fill_cache, Block*& kept);
   // Every shard of `pool`, the calling thread's first, until one returns a
   // block of class `wanted`.
   Block* process_events(BlockPool& pool, std::int64_t size, std::uint32_t wanted = kNoClass);
@@ -458,7 +551,8 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   ClassTotals totals(std::uint32_t cls, const ClassCounts& cc);
   ClassTotals sum_totals(std::uint32_t cls, const ClassCounts& cc) const;  // caller holds caches_mu
   std::uint64_t requested_total();
-  ClassView view(std::uint32_t cls, const ClassCounts& cc);
+  // `private_waiting`: the class's blocks waiting in private pools' shards.
+  ClassView view(std::uint32_t cls, const ClassCounts& cc, std::int64_t private_waiting);
   void add_class_stats(std::uint32_t cls, HostStats& out) const;  // see stats()
   HostStats stats();
   void publish();
@@ -483,6 +577,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // uncapped allocator's cached pair touches no shared line.
   std::atomic<std::int64_t> thread_cached_bytes{0};
   std::atomic<std::uint64_t> tick{0};
+  std::atomic<std::uint64_t> blocks_forgotten{0};  // see KnownBlocks
   std::mutex trim_mu;
 
   mutable std::shared_mutex instance_mu;  // guards the three below

@@ -52,8 +52,7 @@ void CachingHostAllocator::Impl::take_free_blocks(BlockPool& pool, std::vector<B
   for (auto& fl : pool.classes) {
     std::scoped_lock lock(fl.mu, pool.blocks_mu);
     for (Block* b : fl.blocks) {
-      pool.blocks.erase(b);
-      pool.by_ptr.erase(b->ptr);
+      forget(pool, b);
       count_doomed(pool, *b);
     }
     doomed.insert(doomed.end(), fl.blocks.begin(), fl.blocks.end());
@@ -131,8 +130,7 @@ void CachingHostAllocator::Impl::take_over_cap(std::vector<Block*>& doomed) {
     auto it = std::find(fl.blocks.begin(), fl.blocks.end(), b);
     if (it == fl.blocks.end()) continue;  // taken meanwhile
     fl.blocks.erase(it);
-    default_pool.blocks.erase(b);
-    default_pool.by_ptr.erase(b->ptr);
+    forget(default_pool, b);
     count_doomed(default_pool, *b);
     doomed.push_back(b);
   }
@@ -162,8 +160,9 @@ CachingHostAllocator::Impl::~Impl() {
   });
   auto release_all = [this](BlockPool& pool) {
     for (EventShard& shard : pool.shards) {
-      for (auto& [event, block] : shard.events) backend->release_event(event);
+      for (const EventGroup& g : shard.events) backend->release_event(g.event);
       m.pending_events.add(-static_cast<std::int64_t>(shard.events.size()));
+      m.deferred_blocks.add(-shard.deferred.load(std::memory_order_relaxed));
     }
     for (Block* b : pool.blocks) {
       backend->deallocate(b->ptr, b->size);

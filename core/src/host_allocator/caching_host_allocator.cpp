@@ -113,20 +113,27 @@ Block* CachingHostAllocator::Impl::allocate_slow(std::size_t size, std::uint32_t
   if (!captures_empty.load(std::memory_order_relaxed)) [[unlikely]] {
     std::tie(pool, capturing) = pool_for_current_stream();
   }
-  // As the seed: poll events, then take a cached block; but only the
-  // thread's own shard of the events first, and the other shards only
-  // before making a new block. Polling first keeps the handed-out peak
-  // exact: what the poll frees is free before this block is handed out (a
-  // block waiting in another shard counts as handed out until a poll frees
-  // it). The poll never fills a thread cache, so whether the thread's cache
-  // holds a block of the class tells the poll whether to hand over one it
-  // frees. With a background thread the default pool's events are polled
-  // there; private pools never have a thread (capture records no events
-  // anyway).
+  // A thread with a block of the class in its cache polls nothing (see
+  // take_cached). Otherwise as the seed: poll events, then take a cached
+  // block; but only the thread's own shard of the events first, and the
+  // other shards only before making a new block. Polling first keeps the
+  // handed-out peak exact: what the poll frees is free before this block is
+  // handed out (a block waiting in another shard counts as handed out until
+  // a poll frees it). The first block of the class the poll frees is handed
+  // over; the others refill the thread's cache where they fit: a group of
+  // deferred blocks (record_stream) comes back whole, with no shared list
+  // between its free and its reuse. Before the poll, the thread's open
+  // groups that are full get their event: a group recorded at one miss is
+  // polled at the next (at once, on a GPU that is done with the stream), and
+  // the pool grows only while the stream's latency is not yet covered. With
+  // a background thread the default pool's events are polled there; private
+  // pools never have a thread (capture records no events anyway).
   Block* b = nullptr;
   const bool polls = !config.background_thread || pool != &default_pool;
-  if (EventShard& own = pool->own_shard(); polls && own.pending.load(std::memory_order_relaxed) > 0) {
-    b = process_shard(*pool, own, -1, cached_locally(*pool, cls) ? Impl::kNoClass : cls);
+  EventShard& own = pool->own_shard();
+  if (!cached_locally(*pool, cls)) {
+    if (own.deferred.load(std::memory_order_relaxed) > 0) record_open_groups(*pool, own, full_group());
+    if (polls && own.pending.load(std::memory_order_relaxed) > 0) b = process_shard(*pool, own, -1, cls, true);
   }
   if (b == nullptr) b = take_local(*pool, cls);
   if (b == nullptr) b = take_central(*pool, cls);
@@ -392,13 +399,18 @@ void CachingHostAllocator::Impl::note_foreign_record(const Block* b) {
 void CachingHostAllocator::Impl::free_with_streams(Block* b) {
   // Thread-local scratch: a free with streams allocates nothing once warm.
   thread_local std::vector<StreamId> streams;
-  bool captured;
+  bool captured, deferrable;
   {
     std::lock_guard lock(b->lock);
     streams.assign(b->streams.begin(), b->streams.end());
     b->streams.clear();
     b->event_count += static_cast<int>(streams.size());
     captured = b->captured;
+    // One stream only: a block is in one group at a time.
+    deferrable = b->streams_outlive && streams.size() == 1;
+  }
+  if (deferrable && !captured && !backend->is_capturing(streams.front())) {
+    return defer_event(pool_of(b), b, streams.front());
   }
   queue_events(b, streams, captured);
 }
@@ -428,17 +440,17 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
     }
     retire(b, m.unrecyclable_record_failed);
   }
-  records[b->cls].pending_blocks.fetch_add(1, std::memory_order_relaxed);
+  BlockPool& pool = pool_of(b);
+  EventShard& shard = pool.own_shard();
+  shard.waiting[b->cls].fetch_add(1, std::memory_order_relaxed);
   if (captured) {
     // No event recorded during capture says when a graph replay is done
     // with the block: it stays out of circulation for good.
     return retire(b, m.unrecyclable_captured);
   }
-  BlockPool& pool = pool_of(b);
   {
-    EventShard& shard = pool.own_shard();
     std::lock_guard lock(shard.mu);
-    for (EventId e : events) shard.events.emplace_front(e, b);
+    for (EventId e : events) shard.events.push_front(EventGroup{e, b});
     shard.pending.fetch_add(static_cast<std::int64_t>(events.size()), std::memory_order_relaxed);
   }
   m.pending_events.add(static_cast<std::int64_t>(events.size()));
@@ -515,8 +527,32 @@ std::pair<BlockPool*, bool> CachingHostAllocator::Impl::pool_for_current_stream(
 // (a caller may have wrapped the context in one of its own); null if neither.
 Block* CachingHostAllocator::Impl::find_block(void* ptr, void* ctx) {
   auto* b = static_cast<Block*>(ctx);
-  if (b != nullptr && any_pool([&](BlockPool& pool) { return pool.blocks.count(b) != 0; })) return b;
-  b = nullptr;
+  if (b == nullptr) return find_by_ptr(ptr);
+  if (known_block(b)) [[likely]]
+    return b;
+  // Read before the lookup: a block forgotten after it leaves the memo stale.
+  const std::uint64_t epoch = blocks_forgotten.load(std::memory_order_acquire);
+  if (any_pool([&](BlockPool& pool) { return pool.blocks.count(b) != 0; })) {
+    remember_block(b, epoch);
+    return b;
+  }
+  return find_by_ptr(ptr);
+}
+
+void CachingHostAllocator::Impl::remember_block(const Block* b, std::uint64_t epoch) noexcept {
+  KnownBlocks& k = tl_known_blocks;
+  if (k.allocator != id || k.epoch != epoch) {
+    k.slots.fill(nullptr);
+    k.allocator = id;
+    k.epoch = epoch;
+  }
+  k.slot(b) = b;
+}
+
+thread_local constinit KnownBlocks tl_known_blocks;
+
+Block* CachingHostAllocator::Impl::find_by_ptr(void* ptr) {
+  Block* b = nullptr;
   any_pool([&](BlockPool& pool) {
     auto it = pool.by_ptr.find(ptr);
     if (it != pool.by_ptr.end()) b = it->second;
@@ -525,8 +561,8 @@ Block* CachingHostAllocator::Impl::find_block(void* ptr, void* ctx) {
   return b;
 }
 
-bool CachingHostAllocator::record_stream(void* ptr, void* ctx, StreamId stream) {
-  const RecordOutcome outcome = try_record_stream(ptr, ctx, stream);
+bool CachingHostAllocator::record_stream(void* ptr, void* ctx, StreamId stream, StreamLife life) {
+  const RecordOutcome outcome = try_record_stream(ptr, ctx, stream, life);
   if (outcome == RecordOutcome::recorded) return true;
   std::ostringstream m;
   m << "glassbox host allocator: record_stream(" << ptr << ") on memory that "
@@ -538,7 +574,8 @@ bool CachingHostAllocator::record_stream(void* ptr, void* ctx, StreamId stream) 
   throw UsageError(m.str());
 }
 
-CachingHostAllocator::RecordOutcome CachingHostAllocator::try_record_stream(void* ptr, void* ctx, StreamId stream) {
+CachingHostAllocator::RecordOutcome CachingHostAllocator::try_record_stream(void* ptr, void* ctx, StreamId stream,
+                                                                            StreamLife life) {
   Impl& a = *impl_;
   Block* b = a.find_block(ptr, ctx);
   if (b == nullptr) return RecordOutcome::unknown_memory;
@@ -559,6 +596,7 @@ CachingHostAllocator::RecordOutcome CachingHostAllocator::try_record_stream(void
     }
   } while (!b->use.compare_exchange_weak(use, use | Block::kOnStreams, std::memory_order_acq_rel));
   b->captured = b->captured || capturing;
+  b->streams_outlive = b->streams_outlive && life == StreamLife::outlives_allocator;
   if (std::find(b->streams.begin(), b->streams.end(), stream) == b->streams.end()) b->streams.push_back(stream);
   return RecordOutcome::recorded;
 }

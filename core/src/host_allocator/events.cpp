@@ -1,5 +1,6 @@
 // Pending events: polled in the seed's order, shard by shard, in allocate()
 // or on a background thread.
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -11,7 +12,7 @@ namespace {
 
 // Puts an entry back where the walk found it should go: the back (the oldest
 // end, seen first next time) or the front (behind the rest of this walk).
-void put_back(EventShard& shard, std::pair<EventId, Block*> entry, bool at_back) {
+void put_back(EventShard& shard, EventGroup entry, bool at_back) {
   std::lock_guard lock(shard.mu);
   if (at_back) {
     shard.events.push_back(entry);
@@ -20,12 +21,19 @@ void put_back(EventShard& shard, std::pair<EventId, Block*> entry, bool at_back)
   }
 }
 
-std::optional<std::pair<EventId, Block*>> pop_oldest(EventShard& shard) {
+std::optional<EventGroup> pop_oldest(EventShard& shard) {
   std::lock_guard lock(shard.mu);
   if (shard.events.empty()) return std::nullopt;
   auto entry = shard.events.back();
   shard.events.pop_back();
   return entry;
+}
+
+bool group_has_size(const Block* b, std::int64_t size) {
+  for (; b != nullptr; b = b->group_next) {
+    if (static_cast<std::size_t>(size) == b->size) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -43,13 +51,13 @@ thread_local constinit std::uint32_t tl_event_shard = 0;
 // takes it, and the younger events wait for the next poll rather than cost a
 // query each now (on the record path: the event the last free() recorded,
 // often not complete yet, was queried by every allocate()).
-// size >= 0: look only at blocks of that size, skipping the rest, and stop
-// once one block becomes free or every event has been looked at.
+// size >= 0: look only at events covering blocks of that size, skipping the
+// rest, and stop once one block becomes free or every event has been looked at.
 // The block of class `wanted` is returned instead of going to the free list,
 // from whose back the allocate() asking would take it next anyway: the
 // hand-over saves two trips through the list's and the class's locks.
 Block* CachingHostAllocator::Impl::process_shard(BlockPool& pool, EventShard& shard, std::int64_t size,
-                                                 std::uint32_t wanted) {
+                                                 std::uint32_t wanted, bool fill_cache) {
   Block* kept = nullptr;
   std::size_t max_events = 0;
   if (size != -1) {
@@ -59,43 +67,19 @@ Block* CachingHostAllocator::Impl::process_shard(BlockPool& pool, EventShard& sh
   for (std::size_t seen = 0;; ++seen) {
     auto entry = pop_oldest(shard);
     if (!entry) return kept;
-    Block* b = entry->second;
-    if (size != -1) {
-      if (seen > max_events) {
-        put_back(shard, *entry, false);
-        return kept;
-      }
-      if (static_cast<std::size_t>(size) != b->size) {
-        put_back(shard, *entry, false);
-        continue;
-      }
+    if (size != -1 && (seen > max_events || !group_has_size(entry->head, size))) {
+      put_back(shard, *entry, false);
+      if (seen > max_events) return kept;
+      continue;
     }
-    const EventPoll poll = backend->query_event(entry->first);
+    const EventPoll poll = backend->query_event(entry->event);
     if (poll.status == EventPoll::pending) {
       put_back(shard, *entry, size == -1);
       if (size == -1) return kept;
       continue;
     }
-    backend->release_event(entry->first);
-    bool available = false;
-    if (poll.status == EventPoll::complete) {
-      std::lock_guard lock(b->lock);
-      available = --b->event_count == 0;
-    } else {
-      // The event will never complete, and its stream may still use the
-      // block: dropped, and its count never drains, so the rest of the queue
-      // moves on without it.
-      m.event_errors.with({poll.error}).inc();
-      retire(b, m.unrecyclable_query_failed);
-    }
-    if (available) {
-      records[b->cls].pending_blocks.fetch_sub(1, std::memory_order_relaxed);
-      if (b->cls != wanted) {
-        push_central(pool, b);
-      } else {
-        kept = b;
-      }
-    }
+    backend->release_event(entry->event);
+    const bool available = release_group(pool, shard, *entry, poll, wanted, fill_cache, kept);
     // Last: once the backlog reads zero, every block it held is reusable.
     const bool backlog_gone = shard.pending.fetch_sub(1, std::memory_order_release) == 1;
     m.pending_events.add(-1);
@@ -104,18 +88,133 @@ Block* CachingHostAllocator::Impl::process_shard(BlockPool& pool, EventShard& sh
   }
 }
 
-// The calling thread's shard first: the blocks it freed are the ones it
-// most likely asks for again.
+bool CachingHostAllocator::Impl::release_group(BlockPool& pool, EventShard& shard, const EventGroup& group,
+                                               EventPoll poll, std::uint32_t wanted, bool fill_cache, Block*& kept) {
+  // The event will never complete, and its stream may still use the
+  // blocks: dropped, and their counts never drain, so the rest of the queue
+  // moves on without them.
+  if (poll.status == EventPoll::failed) m.event_errors.with({poll.error}).inc();
+  ThreadCache* tc = fill_cache ? local_cache() : nullptr;
+  bool any = false;
+  for (Block* b = group.head; b != nullptr;) {
+    // Read first: once free, the block may be handed out and grouped again.
+    Block* next = std::exchange(b->group_next, nullptr);
+    bool available = false;
+    if (poll.status == EventPoll::complete) {
+      std::lock_guard lock(b->lock);
+      available = --b->event_count == 0;
+    } else {
+      retire(b, m.unrecyclable_query_failed);
+    }
+    if (available) {
+      any = true;
+      shard.waiting[b->cls].fetch_sub(1, std::memory_order_relaxed);
+      if (kept == nullptr && b->cls == wanted) {
+        kept = b;
+      } else if (tc == nullptr || !keep_cached(*tc, b)) {
+        push_central(pool, b);
+      }
+    }
+    b = next;
+  }
+  return any;
+}
+
+// Free with no event: the block waits in its stream's open group, and the
+// event recorded for the group later covers it (record_stream says why).
+void CachingHostAllocator::Impl::defer_event(BlockPool& pool, Block* b, StreamId stream) {
+  EventShard& shard = pool.own_shard();
+  shard.waiting[b->cls].fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(shard.mu);
+    auto it = std::find_if(shard.open.begin(), shard.open.end(), [&](const OpenGroup& g) { return g.stream == stream; });
+    if (it == shard.open.end()) it = shard.open.insert(it, OpenGroup{stream, nullptr, 0});
+    b->group_next = it->head;
+    it->head = b;
+    ++it->blocks;
+    it->uncacheable = it->uncacheable || b->pool != PoolId{} || b->size > ThreadCache::kMaxBlock;
+    shard.deferred.fetch_add(1, std::memory_order_relaxed);
+  }
+  m.deferred_blocks.add(1);
+  if (config.background_thread) background_cv.notify_one();
+}
+
+void CachingHostAllocator::Impl::record_open_groups(BlockPool& pool, EventShard& shard, int min_blocks) {
+  thread_local std::vector<OpenGroup> full;
+  full.clear();
+  {
+    std::lock_guard lock(shard.mu);
+    std::erase_if(shard.open, [&](const OpenGroup& g) {
+      if (g.blocks < min_blocks && !g.uncacheable) return false;
+      full.push_back(g);
+      return true;
+    });
+  }
+  for (const OpenGroup& g : full) record_group(pool, shard, g);
+}
+
+// Outside every lock, as queue_events. A stream that captures now would
+// capture the record, and no poll of it would succeed: its group stays open
+// until the capture ends (its blocks were last used before it began, or
+// free() would have found the stream capturing).
+void CachingHostAllocator::Impl::record_group(BlockPool& pool, EventShard& shard, const OpenGroup& group) {
+  EventId event = 0;
+  bool recorded = false;
+  try {
+    if (!backend->is_capturing(group.stream)) {
+      event = backend->record_event(group.stream);
+      recorded = true;
+    }
+  } catch (...) {
+    // The stream's use of these blocks cannot be tracked: none may be
+    // reused; each keeps its count for good and is counted once.
+    for (Block* b = group.head; b != nullptr; b = std::exchange(b->group_next, nullptr)) {
+      retire(b, m.unrecyclable_record_failed);
+    }
+    shard.deferred.fetch_sub(group.blocks, std::memory_order_relaxed);
+    m.deferred_blocks.add(-group.blocks);
+    return;
+  }
+  {
+    std::lock_guard lock(shard.mu);
+    if (!recorded) {
+      shard.open.push_back(group);
+      return;
+    }
+    shard.events.push_front(EventGroup{event, group.head});
+    shard.pending.fetch_add(1, std::memory_order_relaxed);
+    shard.deferred.fetch_sub(group.blocks, std::memory_order_relaxed);
+  }
+  m.deferred_blocks.add(-group.blocks);
+  m.group_events.inc();
+  m.group_blocks.inc(static_cast<std::uint64_t>(group.blocks));
+  m.pending_events.add(1);
+  tracks.pending_changed(pool, 1);
+}
+
+// Every open group first (min 1 block): a poll must see every block freed
+// before it. Then the calling thread's shard: the blocks it freed are the
+// ones it most likely asks for again.
 Block* CachingHostAllocator::Impl::process_events(BlockPool& pool, std::int64_t size, std::uint32_t wanted) {
+  for (EventShard& shard : pool.shards) {
+    if (shard.deferred.load(std::memory_order_relaxed) > 0) record_open_groups(pool, shard, 1);
+  }
   EventShard& own = pool.own_shard();
   if (Block* b = process_shard(pool, own, size, wanted)) return b;
   return process_other_shards(pool, size, wanted);
 }
 
+// A shard with open groups and nothing in flight has a thread that has not
+// run out of blocks since it freed them, or is gone: its groups are
+// recorded here, or they could wait for good.
 Block* CachingHostAllocator::Impl::process_other_shards(BlockPool& pool, std::int64_t size, std::uint32_t wanted) {
   const EventShard& own = pool.own_shard();
   for (EventShard& shard : pool.shards) {
-    if (&shard == &own || shard.pending.load(std::memory_order_relaxed) == 0) continue;
+    if (&shard == &own) continue;
+    if (shard.pending.load(std::memory_order_relaxed) == 0) {
+      if (shard.deferred.load(std::memory_order_relaxed) == 0) continue;
+      record_open_groups(pool, shard, 1);
+    }
     if (Block* b = process_shard(pool, shard, size, wanted)) return b;
   }
   return nullptr;
@@ -134,7 +233,8 @@ void CachingHostAllocator::process_events_for_size(std::size_t size) {
   }
 }
 
-// Polls the default pool every 100 us while events are pending, and trims
+// Polls the default pool every 100 us while events are pending or blocks
+// wait in open groups (recording those first), and trims
 // to the cap; sleeps on a condition variable while neither is needed.
 void CachingHostAllocator::Impl::start_background_thread() {
   std::call_once(background_started, [this] {
@@ -142,7 +242,7 @@ void CachingHostAllocator::Impl::start_background_thread() {
     background = std::thread([this] {
       std::unique_lock lock(background_mu);
       while (background_active) {
-        if (default_pool.pending() == 0 && !over_cap()) {
+        if (default_pool.pending() == 0 && default_pool.deferred() == 0 && !over_cap()) {
           background_cv.wait_for(lock, std::chrono::milliseconds(10));
           continue;
         }

@@ -37,6 +37,15 @@ Metrics::Metrics(metrics::Registry& r)
       pending_events(r.up_down_counter("glassbox_host_pending_events",
                                        "Events recorded on freed blocks and not yet seen complete (the backlog)")
                          .with()),
+      deferred_blocks(r.up_down_counter("glassbox_host_deferred_blocks",
+                                        "Blocks freed on long-lived streams whose shared event is not recorded yet")
+                          .with()),
+      group_events(r.counter("glassbox_host_group_events_total",
+                             "Events recorded once for a group of blocks freed on one long-lived stream")
+                       .with()),
+      group_blocks(r.counter("glassbox_host_group_blocks_total",
+                             "Blocks covered by those events (over group_events_total: blocks per event)")
+                       .with()),
       backend_alloc_seconds(r.histogram("glassbox_host_backend_alloc_seconds",
                                         "Time to get a new pinned block from the backend (the slow path)", {},
                                         metrics::exponential_buckets(1e-6, 4, 12))
@@ -111,17 +120,17 @@ std::uint64_t CachingHostAllocator::Impl::requested_total() {
 // threads. The hot path's counters (requests - freed) are not used for the
 // states: free() bumps `freed` before it queues the block's events, so they
 // would show a block neither active nor pending in between.
-ClassView CachingHostAllocator::Impl::view(std::uint32_t cls, const ClassCounts& cc) {
+ClassView CachingHostAllocator::Impl::view(std::uint32_t cls, const ClassCounts& cc, std::int64_t private_waiting) {
   ClassRecord& r = records[cls];
   ClassView v;
   const ClassTotals t = sum_totals(cls, cc);
   v.requests = static_cast<std::int64_t>(t.requests());
   v.hits = static_cast<std::int64_t>(t.hits);
   const std::int64_t in_threads = cached_in_threads(cls);
+  v.pending = default_pool.waiting(cls) + private_waiting;
   std::lock_guard lock(r.mu);
   const std::int64_t out = r.active_requests.current;
   v.held = r.allocations.current;
-  v.pending = r.pending_blocks.load(std::memory_order_relaxed);
   v.active = out - in_threads - v.pending;
   v.free = v.held - out + in_threads;
   return v;
@@ -131,10 +140,20 @@ ClassView CachingHostAllocator::Impl::view(std::uint32_t cls, const ClassCounts&
 // may share one registry, so no allocator may set a series outright.
 void CachingHostAllocator::Impl::publish() {
   std::lock_guard lock(publish_mu);
+  // Private pools' waiting blocks first: instance_mu comes before the caches.
+  std::array<std::int64_t, SizeClasses::kCount> private_waiting{};
+  {
+    std::shared_lock pools(instance_mu);
+    for (auto& entry : private_pools) {
+      for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) private_waiting[c] += entry.second->blocks.waiting(c);
+    }
+  }
   std::array<ClassView, SizeClasses::kCount> views;
   with_caches_held([&] {
     for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
-      if (ClassCounts* cc = records[c].counts.load(std::memory_order_acquire)) views[c] = view(c, *cc);
+      if (ClassCounts* cc = records[c].counts.load(std::memory_order_acquire)) {
+        views[c] = view(c, *cc, private_waiting[c]);
+      }
     }
   });
   std::int64_t cached_bytes = 0;

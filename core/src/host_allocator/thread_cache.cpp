@@ -48,7 +48,6 @@ ThreadCache* CachingHostAllocator::Impl::find_local_cache() {
   if (it == entries.end()) {
     std::erase_if(entries, [](const auto& e) { return e.allocator.expired(); });
     auto tc = std::make_shared<ThreadCache>();
-    tc->own_events = &default_pool.own_shard();
     {
       std::lock_guard lock(caches_mu);
       caches.push_back(tc);

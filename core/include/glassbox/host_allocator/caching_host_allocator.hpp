@@ -123,18 +123,32 @@ class CachingHostAllocator {
   /// `ptr`, when neither is a live allocation (freed, by an earlier or a
   /// racing free(), or never from here), counted in
   /// glassbox_host_usage_errors_total{error}.
-  bool record_stream(void* ptr, void* ctx, StreamId stream);
+  ///
+  /// With StreamLife::outlives_allocator (see host_backend.hpp) the caller
+  /// promises the stream stays valid: when a block was used on that stream
+  /// alone, free() records no event. The block joins the stream's open
+  /// group, and one event, recorded when the freeing thread next runs out
+  /// of cached blocks (once the group holds thread_cache blocks, or nothing
+  /// else of its is in flight) or when events are processed, covers every
+  /// block of the group: an event on a stream completes only after all work
+  /// queued before it. One record and one poll then serve a group of blocks
+  /// where a record and a poll per block were due. Recording on a destroyed
+  /// stream is undefined: without the promise the event is recorded in
+  /// free(). A group whose stream captures when it would be recorded waits
+  /// for the capture to end.
+  bool record_stream(void* ptr, void* ctx, StreamId stream, StreamLife life = StreamLife::unknown);
   /// What try_record_stream() did.
   enum class RecordOutcome { recorded, unknown_memory, freed };
   /// record_stream() that answers instead of throwing, for callers that ask
   /// about any memory, as PyTorch's copy kernel asks its host allocator about
   /// pageable memory too: `unknown_memory` (no allocation of this allocator)
   /// is not counted, `freed` is, as record_stream()'s.
-  RecordOutcome try_record_stream(void* ptr, void* ctx, StreamId stream);
+  RecordOutcome try_record_stream(void* ptr, void* ctx, StreamId stream, StreamLife life = StreamLife::unknown);
 
-  /// Polls the default pool's pending events, every thread's shard of them
-  /// (the calling thread's first), each oldest first, stopping at the first
-  /// that has not completed; then trims the cache to max_cached_bytes.
+  /// Records the default pool's open groups (see record_stream), then polls
+  /// its pending events, every thread's shard of them (the calling thread's
+  /// first), each oldest first, stopping at the first that has not
+  /// completed; then trims the cache to max_cached_bytes.
   /// Never throws for a failed poll.
   void process_events();
   /// Polls pending events of `size`'s class only, until one block of that

@@ -15,6 +15,17 @@ namespace glassbox::host_allocator {
 using StreamId = std::uintptr_t;
 using EventId = std::uintptr_t;
 
+/// What a caller of record_stream() knows of a stream's life.
+enum class StreamLife : std::uint8_t {
+  unknown,             ///< it may be destroyed right after free()
+  /// Never destroyed while the allocator lives, and its handle names the
+  /// same stream on every thread (not the per-thread default stream, nor
+  /// stream 0 with several devices): an event may be recorded on it later,
+  /// from another thread (a stream of a pool that is never emptied, as
+  /// PyTorch's, or a service's own long-lived streams).
+  outlives_allocator,
+};
+
 /// What a poll of an event found. `failed` is final: the event will never
 /// report complete (in CUDA: it was recorded inside a graph capture, or the
 /// context is lost); `error` then names the failure, as static text.
