@@ -879,27 +879,22 @@ TYPED_TEST_P(HostAllocatorTyped, ARecordStreamRacingAFreeIsNeverLost) {
   EXPECT_EQ(this->metric("glassbox_host_usage_errors_total", {{"error", "record_stream_after_free"}}), refused);
 }
 
-REGISTER_TYPED_TEST_SUITE_P(HostAllocatorTyped, ZeroBytesGivesNull, ABlockUsedOnNoStreamIsReusedAtOnce,
-                            ABlockIsNotReusedBeforeEveryStreamPassedItsEvent,
-                            AFreedBlockIsNotReusedWhileQueuedWorkStillReadsIt,
-                            ADeferredBlockIsNotReusedWhileQueuedWorkStillReadsIt,
-                            BlocksOnAStreamThatOutlivesTheAllocatorShareOneEvent,
-                            AThreadRecordsItsGroupOnceItHoldsACachesWorth,
-                            ProcessEventsRecordsAndPollsDeferredBlocks, ADeferredRecordWaitsForTheCaptureToEnd,
-                            StreamsDestroyedRightAfterFreeAreNotRecordedOnLater, DeferredBlocksWaitForTheirOwnStreamsEvent,
-                            ARecordOnABlockReturnedToTheSystemFindsNothing,
-                            ABlockOnTwoStreamsGetsItsEventsInFree,
-                            WithoutRecordStreamTheOverwriteIsVisible,
-                            RecordStreamFindsABlockByPointer, ProcessEventsForOneSizeFreesOnlyThatSize,
-                            EmptyCacheReleasesOnlyFreeBlocks, EmptyCacheTakesBlocksFromOtherThreadsCaches,
-                            AThreadsCachedBlocksGoBackWhenItExits,
-                            BlocksOtherThreadsFreedOnStreamsAreReusedBeforeANewOne,
-                            ProcessEventsPollsWhatEveryThreadFreed, CapturePoolsAreKeptApartFromTheDefaultPool,
-                            ABlockUsedDuringCaptureIsNeverRecycled, AllocatingToAPrivatePoolOutsideCaptureWarnsOnce,
-                            ABackgroundThreadProcessesEvents, MaxCachedBytesTrimsTheLeastRecentlyFreed,
-                            APollHandsTheFirstFreedBlockOfTheSizeToItsAllocate,
-                            AllocatorsSharingARegistryAddUpInItsSeries, StatsCountRequestsHitsAndBlocks,
-                            StatsCountRequestsHitsAndBlocksWithThreadCaches,
-                            ThePeakCountsOnlyHandedOutBlocksWithThreadCaches, ARecordStreamRacingAFreeIsNeverLost);
+REGISTER_TYPED_TEST_SUITE_P(
+    HostAllocatorTyped, ZeroBytesGivesNull, ABlockUsedOnNoStreamIsReusedAtOnce,
+    ABlockIsNotReusedBeforeEveryStreamPassedItsEvent, AFreedBlockIsNotReusedWhileQueuedWorkStillReadsIt,
+    ADeferredBlockIsNotReusedWhileQueuedWorkStillReadsIt, BlocksOnAStreamThatOutlivesTheAllocatorShareOneEvent,
+    AThreadRecordsItsGroupOnceItHoldsACachesWorth, ProcessEventsRecordsAndPollsDeferredBlocks,
+    ADeferredRecordWaitsForTheCaptureToEnd, StreamsDestroyedRightAfterFreeAreNotRecordedOnLater,
+    DeferredBlocksWaitForTheirOwnStreamsEvent, ARecordOnABlockReturnedToTheSystemFindsNothing,
+    ABlockOnTwoStreamsGetsItsEventsInFree, WithoutRecordStreamTheOverwriteIsVisible, RecordStreamFindsABlockByPointer,
+    ProcessEventsForOneSizeFreesOnlyThatSize, EmptyCacheReleasesOnlyFreeBlocks,
+    EmptyCacheTakesBlocksFromOtherThreadsCaches, AThreadsCachedBlocksGoBackWhenItExits,
+    BlocksOtherThreadsFreedOnStreamsAreReusedBeforeANewOne, ProcessEventsPollsWhatEveryThreadFreed,
+    CapturePoolsAreKeptApartFromTheDefaultPool, ABlockUsedDuringCaptureIsNeverRecycled,
+    AllocatingToAPrivatePoolOutsideCaptureWarnsOnce, ABackgroundThreadProcessesEvents,
+    MaxCachedBytesTrimsTheLeastRecentlyFreed, APollHandsTheFirstFreedBlockOfTheSizeToItsAllocate,
+    AllocatorsSharingARegistryAddUpInItsSeries, StatsCountRequestsHitsAndBlocks,
+    StatsCountRequestsHitsAndBlocksWithThreadCaches, ThePeakCountsOnlyHandedOutBlocksWithThreadCaches,
+    ARecordStreamRacingAFreeIsNeverLost);
 
 }  // namespace glassbox::testing

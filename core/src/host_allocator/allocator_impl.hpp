@@ -98,8 +98,8 @@ struct OpenGroup {
 // threads on the record path spent half their time spinning on its lock.
 // Cache-line aligned: each shard's lock and count are written by its threads.
 struct alignas(64) EventShard {
-  detail::SpinLock mu;              // held for one deque or open-group operation
-  std::deque<EventGroup> events;    // newest at the front
+  detail::SpinLock mu;                    // held for one deque or open-group operation
+  std::deque<EventGroup> events;          // newest at the front
   std::atomic<std::int64_t> pending{0};   // events.size(), readable without mu
   std::vector<OpenGroup> open;            // one per stream, in the order first freed on
   std::atomic<std::int64_t> deferred{0};  // blocks in `open`, readable without mu
@@ -270,9 +270,7 @@ struct KnownBlocks {
   std::array<const void*, kSlots> slots{};
   // Blocks are cache-line aligned: the bits above the line index the slots.
   const void*& slot(const void* b) noexcept { return slots[(reinterpret_cast<std::uintptr_t>(b) >> 6) % kSlots]; }
-  const void* slot(const void* b) const noexcept {
-    return slots[(reinterpret_cast<std::uintptr_t>(b) >> 6) % kSlots];
-  }
+  const void* slot(const void* b) const noexcept { return slots[(reinterpret_cast<std::uintptr_t>(b) >> 6) % kSlots]; }
 };
 extern thread_local constinit KnownBlocks tl_known_blocks;
 
@@ -495,8 +493,8 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // Frees the blocks of a group whose event `poll` found complete (or
   // failed, for good); process_shard says where they go. Returns whether
   // any became free.
-  bool release_group(BlockPool& pool, EventShard& shard, const EventGroup& group, EventPoll poll,
-                     std::uint32_t wanted, bool fill_cache, Block*& kept);
+  bool release_group(BlockPool& pool, EventShard& shard, const EventGroup& group, EventPoll poll, std::uint32_t wanted,
+                     bool fill_cache, Block*& kept);
   // Every shard of `pool`, the calling thread's first, until one returns a
   // block of class `wanted`.
   Block* process_events(BlockPool& pool, std::int64_t size, std::uint32_t wanted = kNoClass);

@@ -127,7 +127,8 @@ void CachingHostAllocator::Impl::defer_event(BlockPool& pool, Block* b, StreamId
   shard.waiting[b->cls].fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(shard.mu);
-    auto it = std::find_if(shard.open.begin(), shard.open.end(), [&](const OpenGroup& g) { return g.stream == stream; });
+    auto it =
+        std::find_if(shard.open.begin(), shard.open.end(), [&](const OpenGroup& g) { return g.stream == stream; });
     if (it == shard.open.end()) it = shard.open.insert(it, OpenGroup{stream, nullptr, 0});
     b->group_next = it->head;
     it->head = b;

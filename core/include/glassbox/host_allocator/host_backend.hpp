@@ -17,7 +17,7 @@ using EventId = std::uintptr_t;
 
 /// What a caller of record_stream() knows of a stream's life.
 enum class StreamLife : std::uint8_t {
-  unknown,             ///< it may be destroyed right after free()
+  unknown,  ///< it may be destroyed right after free()
   /// Never destroyed while the allocator lives, and its handle names the
   /// same stream on every thread (not the per-thread default stream, nor
   /// stream 0 with several devices): an event may be recorded on it later,
