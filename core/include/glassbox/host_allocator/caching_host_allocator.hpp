@@ -6,7 +6,9 @@
 // blocks are cached per class and handed out again. A block that was used on
 // streams (record_stream) is not reused when freed: one event is recorded per
 // stream, and the block waits until every one has completed, so a copy still
-// queued on a stream never sees its source overwritten.
+// queued on a stream never sees its source overwritten. On a stream its
+// caller promises outlives the allocator, one event recorded later covers a
+// group of freed blocks (record_stream says when).
 //
 // Beyond PyTorch's CachingHostAllocatorImpl: each thread keeps a few free
 // blocks per class (config thread_cache) so that a thread re-using a size
