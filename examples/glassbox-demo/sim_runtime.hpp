@@ -40,9 +40,10 @@ class SimRuntime final : public Runtime {
  private:
   void run_in_cudnn_state(const std::function<void()>& kernel);
 
+  // Before the allocator, so that it outlives it (SimPinnedStager).
+  sim::SimStream copy_stream_{sim::SimStream::Mode::worker, "copy"};
   std::shared_ptr<host_allocator::SimHostBackend> host_backend_ = std::make_shared<host_allocator::SimHostBackend>();
   host_allocator::CachingHostAllocator allocator_{host_backend_};
-  sim::SimStream copy_stream_{sim::SimStream::Mode::worker, "copy"};
   sim::SimStream compute_stream_{sim::SimStream::Mode::worker, "compute"};
   cudnn::CudnnStates<cudnn::SimCudnnBackend> cudnn_{cudnn::SimCudnnBackend{}, cudnn::CudnnStatesOptions::from_env()};
   std::vector<HandleSource> sources_;

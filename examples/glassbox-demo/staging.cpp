@@ -14,9 +14,11 @@ autograd::Tensor SimPinnedStager::stage(const Batch& batch) {
   autograd::Tensor images = autograd::Tensor::zeros(batch.shape);
   copy_stream_.enqueue(
       [dst = images.mutable_data().data(), src = block.ptr, bytes, keep = images] { std::memcpy(dst, src, bytes); });
-  allocator_.record_stream(block.ptr, block.ctx, host_allocator::SimHostBackend::id(copy_stream_));
+  allocator_.record_stream(block.ptr, block.ctx, host_allocator::SimHostBackend::id(copy_stream_),
+                           host_allocator::StreamLife::outlives_allocator);
   // Freed with the copy still queued: the allocator holds the block back
-  // until the event it records on the copy stream has completed.
+  // until an event on the copy stream has completed, one shared by the
+  // blocks of several steps (the stream outlives the allocator).
   allocator_.free(block.ctx);
   // The CPU model reads the images on the host, so the host waits for the
   // copy here; a GPU step would make its compute stream wait instead.

@@ -24,7 +24,8 @@ class BatchStager {
 /// Thread-safety: stage() may be called from one thread at a time.
 class SimPinnedStager final : public BatchStager {
  public:
-  /// Both must outlive the stager.
+  /// Both must outlive the stager, and `copy_stream` the allocator too: it is
+  /// promised to (StreamLife::outlives_allocator), so its events are shared.
   SimPinnedStager(host_allocator::CachingHostAllocator& allocator, sim::SimStream& copy_stream)
       : allocator_(allocator), copy_stream_(copy_stream) {}
   autograd::Tensor stage(const Batch& batch) override;

@@ -103,11 +103,11 @@ struct alignas(64) EventShard {
   std::atomic<std::int64_t> pending{0};   // events.size(), readable without mu
   std::vector<OpenGroup> open;            // one per stream, in the order first freed on
   std::atomic<std::int64_t> deferred{0};  // blocks in `open`, readable without mu
-  // Blocks freed here that wait on events, open groups included (or were
-  // retired: for good), by class; summed over the shards at scrape time.
-  // Here, not in the class's record: on the record path every free and
-  // every reuse changes it, and one shared count per class was a line that
-  // sixteen threads met at each.
+  // Blocks of the default pool freed here that wait on events, open groups
+  // included (or were retired: for good), by class; summed over the shards
+  // at scrape time (Impl::waiting_count). Here, not in the class's record:
+  // on the record path every free and every reuse changes it, and one
+  // shared count per class was a line that sixteen threads met at each.
   std::array<std::atomic<std::int64_t>, SizeClasses::kCount> waiting{};
 };
 
@@ -222,7 +222,10 @@ struct ClassRecord {
   // none, first reclaims every cache's credits (reclaim_credits: the caches
   // held, one heavy fence); only with none anywhere is it a new peak.
   std::int64_t peak_out = 0;
-  std::atomic<std::int64_t> slack{0};         // written under mu; read relaxed outside as a hint
+  std::atomic<std::int64_t> slack{0};  // written under mu; read relaxed outside as a hint
+  // Private pools' blocks waiting on events (or retired); the default
+  // pool's are counted in its event shards (EventShard::waiting).
+  std::atomic<std::int64_t> private_waiting{0};
   std::atomic<ClassCounts*> counts{nullptr};  // set once, under Impl::counts_mu
   std::unique_ptr<ClassCounts> owned_counts;
 };
@@ -443,6 +446,10 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // switches record_mode to kShared for good (one heavy fence) before it
   // touches the block.
   void note_foreign_record(const Block* b);
+  // Where b's pool counts it while it waits on events, freed through `shard`.
+  std::atomic<std::int64_t>& waiting_count(const BlockPool& pool, EventShard& shard, const Block& b) noexcept {
+    return &pool == &default_pool ? shard.waiting[b.cls] : records[b.cls].private_waiting;
+  }
   void free_with_streams(Block* b);
   void queue_events(Block* b, const std::vector<StreamId>& streams, bool captured);
   // Adds b, freed after use on `stream` alone (promised long-lived), to the
@@ -549,8 +556,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   ClassTotals totals(std::uint32_t cls, const ClassCounts& cc);
   ClassTotals sum_totals(std::uint32_t cls, const ClassCounts& cc) const;  // caller holds caches_mu
   std::uint64_t requested_total();
-  // `private_waiting`: the class's blocks waiting in private pools' shards.
-  ClassView view(std::uint32_t cls, const ClassCounts& cc, std::int64_t private_waiting);
+  ClassView view(std::uint32_t cls, const ClassCounts& cc);
   void add_class_stats(std::uint32_t cls, HostStats& out) const;  // see stats()
   HostStats stats();
   void publish();

@@ -442,7 +442,7 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
   }
   BlockPool& pool = pool_of(b);
   EventShard& shard = pool.own_shard();
-  shard.waiting[b->cls].fetch_add(1, std::memory_order_relaxed);
+  waiting_count(pool, shard, *b).fetch_add(1, std::memory_order_relaxed);
   if (captured) {
     // No event recorded during capture says when a graph replay is done
     // with the block: it stays out of circulation for good.

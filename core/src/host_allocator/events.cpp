@@ -108,7 +108,7 @@ bool CachingHostAllocator::Impl::release_group(BlockPool& pool, EventShard& shar
     }
     if (available) {
       any = true;
-      shard.waiting[b->cls].fetch_sub(1, std::memory_order_relaxed);
+      waiting_count(pool, shard, *b).fetch_sub(1, std::memory_order_relaxed);
       if (kept == nullptr && b->cls == wanted) {
         kept = b;
       } else if (tc == nullptr || !keep_cached(*tc, b)) {
@@ -124,7 +124,7 @@ bool CachingHostAllocator::Impl::release_group(BlockPool& pool, EventShard& shar
 // event recorded for the group later covers it (record_stream says why).
 void CachingHostAllocator::Impl::defer_event(BlockPool& pool, Block* b, StreamId stream) {
   EventShard& shard = pool.own_shard();
-  shard.waiting[b->cls].fetch_add(1, std::memory_order_relaxed);
+  waiting_count(pool, shard, *b).fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(shard.mu);
     auto it =

@@ -120,17 +120,19 @@ std::uint64_t CachingHostAllocator::Impl::requested_total() {
 // threads. The hot path's counters (requests - freed) are not used for the
 // states: free() bumps `freed` before it queues the block's events, so they
 // would show a block neither active nor pending in between.
-ClassView CachingHostAllocator::Impl::view(std::uint32_t cls, const ClassCounts& cc, std::int64_t private_waiting) {
+ClassView CachingHostAllocator::Impl::view(std::uint32_t cls, const ClassCounts& cc) {
   ClassRecord& r = records[cls];
   ClassView v;
   const ClassTotals t = sum_totals(cls, cc);
   v.requests = static_cast<std::int64_t>(t.requests());
   v.hits = static_cast<std::int64_t>(t.hits);
   const std::int64_t in_threads = cached_in_threads(cls);
-  v.pending = default_pool.waiting(cls) + private_waiting;
   std::lock_guard lock(r.mu);
   const std::int64_t out = r.active_requests.current;
   v.held = r.allocations.current;
+  // Read under r.mu, after `out`: a block that stops waiting leaves `out`
+  // only under r.mu, after it left the count, so no block counts twice.
+  v.pending = default_pool.waiting(cls) + r.private_waiting.load(std::memory_order_relaxed);
   v.active = out - in_threads - v.pending;
   v.free = v.held - out + in_threads;
   return v;
@@ -140,20 +142,10 @@ ClassView CachingHostAllocator::Impl::view(std::uint32_t cls, const ClassCounts&
 // may share one registry, so no allocator may set a series outright.
 void CachingHostAllocator::Impl::publish() {
   std::lock_guard lock(publish_mu);
-  // Private pools' waiting blocks first: instance_mu comes before the caches.
-  std::array<std::int64_t, SizeClasses::kCount> private_waiting{};
-  {
-    std::shared_lock pools(instance_mu);
-    for (auto& entry : private_pools) {
-      for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) private_waiting[c] += entry.second->blocks.waiting(c);
-    }
-  }
   std::array<ClassView, SizeClasses::kCount> views;
   with_caches_held([&] {
     for (std::uint32_t c = 0; c < SizeClasses::kCount; ++c) {
-      if (ClassCounts* cc = records[c].counts.load(std::memory_order_acquire)) {
-        views[c] = view(c, *cc, private_waiting[c]);
-      }
+      if (ClassCounts* cc = records[c].counts.load(std::memory_order_acquire)) views[c] = view(c, *cc);
     }
   });
   std::int64_t cached_bytes = 0;

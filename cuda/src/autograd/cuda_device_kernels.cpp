@@ -95,7 +95,11 @@ void CudaDeviceKernels::upload(const void* host, void* out, std::size_t bytes, c
   host_allocator::HostAllocation block = pinned.allocate(bytes);
   std::memcpy(block.ptr, host, bytes);
   cudaError_t status = cudaMemcpyAsync(out, block.ptr, bytes, cudaMemcpyHostToDevice, s);
-  if (status == cudaSuccess) pinned.record_stream(block.ptr, block.ctx, CudaHostBackend::id(s));
+  // The device's stream is never destroyed (enter()), so it outlives the
+  // allocator: the block's event is deferred and shared with the next uploads'.
+  if (status == cudaSuccess) {
+    pinned.record_stream(block.ptr, block.ctx, CudaHostBackend::id(s), host_allocator::StreamLife::outlives_allocator);
+  }
   pinned.free(block.ctx);  // reused only after the stream passed the copy
   check_cuda(status, "cudaMemcpyAsync (host to device)");
 }
