@@ -82,8 +82,9 @@ struct OutOfMemoryInfo {
   /// requests and cache_hits as stats()) and "blocks" (each: pool, bucket,
   /// size, state, thread_cached, requested_bytes, streams as hex ids (those
   /// an active block was recorded on so far; a freed block's streams live on
-  /// only as its pending_events), pending_events, age_seconds
-  /// since it was made). States:
+  /// only as its pending_events), pending_events (the events it waits on,
+  /// counting a deferred one not yet recorded, see record_stream),
+  /// age_seconds since it was made). States:
   /// active (handed out), pending_event (freed, waiting on events), retired
   /// (kept out of reuse for good: used during capture, or an event failed),
   /// free (cached).
