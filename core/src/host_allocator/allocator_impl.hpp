@@ -462,7 +462,8 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // The size at which a thread records its open group: what its cache takes
   // back of it when it completes, so that the blocks return without a
   // shared list, and one event serves that many frees. A thread thus holds
-  // up to about two groups per stream while the stream's latency allows.
+  // the group it fills and the groups in flight: one when the stream keeps
+  // up, more while the pool grows to cover its latency.
   int full_group() const noexcept { return std::max(config.thread_cache, 1); }
   // Keeps a freed block out of reuse for good (its event count never drains)
   // and counts it once, under `reason`.
