@@ -156,8 +156,7 @@ void BatchSpanProcessor::run() {
     wake_.wait_until(lock, next_export, [&] {
       return stopping_ || flush_requested_ != flush_done_ || queued_ >= options_.max_export_batch_size;
     });
-    queue_.swap(taken);  // the slots exported last time become the queue
-    std::size_t count = std::exchange(queued_, 0);
+    std::size_t count = take(taken, Clock::now() >= next_export);
     std::uint64_t flush_target = flush_requested_;
     bool stopping = stopping_;
     auto stop_deadline = stopping ? stop_deadline_ : Clock::time_point::max();
@@ -170,6 +169,18 @@ void BatchSpanProcessor::run() {
     done_.notify_all();
     if (finished_) return;
   }
+}
+
+std::size_t BatchSpanProcessor::take(std::vector<trace::SpanData>& taken, bool delay_over) {
+  bool everything = delay_over || stopping_ || flush_requested_ != flush_done_;
+  std::size_t count = everything ? queued_ : queued_ - queued_ % options_.max_export_batch_size;
+  queue_.swap(taken);  // the slots exported last time become the queue
+  // A wake-up for full batches leaves the spans over queued: they wait for
+  // their own batch to fill or the delay. Sent now, the spans after them would
+  // be stranded below the batch size, and no one wakes the thread for those.
+  for (std::size_t i = count; i < queued_; ++i) std::swap(queue_[i - count], taken[i]);
+  queued_ -= count;
+  return count;
 }
 
 void BatchSpanProcessor::export_all(std::span<const trace::SpanData> all, Clock::time_point stop_deadline) {

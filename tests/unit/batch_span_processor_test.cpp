@@ -67,6 +67,23 @@ TEST_F(BatchTest, AFullBatchGoesOutWithoutWaitingForTheDelay) {
   EXPECT_EQ(exported(), 8);
 }
 
+// An early wake-up takes whole batches only: the remainder stays queued and
+// goes out once later spans complete its batch. (Taking the remainder too
+// stranded the next spans below the batch size until the delay: CI saw it.)
+TEST_F(BatchTest, SpansLeftOverFromAnEarlyWakeUpGoOutWithTheNextFullBatch) {
+  log->hang = true;
+  auto p = make(16, 4, 1h);
+  end_spans(*p, 4);
+  ASSERT_TRUE(log->wait_until_exporting());  // the thread holds s0..s3
+  end_spans(*p, 5, "queued");                // one full batch and one span over
+  log->release();
+  ASSERT_TRUE(log->wait_for_spans(8));
+  end_spans(*p, 3, "later");  // with the span left over: a full batch
+  ASSERT_TRUE(log->wait_for_spans(12, 5s));
+  EXPECT_EQ(log->batches, (std::vector<std::size_t>{4, 4, 4}));
+  EXPECT_EQ(log->names[8], "queued4");
+}
+
 TEST_F(BatchTest, TheScheduleDelaySendsAPartialBatch) {
   auto p = make(2048, 512, 20ms);
   end_spans(*p, 3);

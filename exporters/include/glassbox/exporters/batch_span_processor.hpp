@@ -67,6 +67,9 @@ class BatchSpanProcessor final : public trace::SpanProcessor {
  private:
   struct Counters;
   void run();
+  // Moves the spans to export now into `taken` (all of them when the delay is
+  // over, on a flush or at shutdown; whole batches otherwise); mu_ held.
+  std::size_t take(std::vector<trace::SpanData>& taken, bool delay_over);
   void export_all(std::span<const trace::SpanData> spans, SpanExporter::Clock::time_point stop_deadline);
   void count(const ExportResult& r, std::size_t sent) noexcept;
 
