@@ -38,6 +38,10 @@ import urllib.request
 SKIP = 77
 USER, PASSWORD = "viewer", "live page"
 HEAP_GROWTH_LIMIT = 256 * 1024
+# A leak of one node per poll is 600 between the readings; the count of a
+# page that leaks nothing still varies by a node or two (a run read 619, then
+# 621, with every series the same), as text nodes are replaced mid-reading.
+DOM_NODE_SLACK = 8
 POLLS_FULL, POLLS_END = 700, 1300
 CHARTS = ["host-bytes", "host-hit-ratio", "host-backlog", "handles", "cudnn-executions", "cudnn-wait",
           "backward-seconds", "autograd-nodes", "spans"]
@@ -276,8 +280,9 @@ def run(demo, out_dir, chromium):
         growth = end["JSHeapUsedSize"] - full["JSHeapUsedSize"]
         check(growth <= HEAP_GROWTH_LIMIT, f"JS heap in use after GC grew by {growth / 1024:.0f} KiB between poll "
                                            f"{POLLS_FULL} and {POLLS_END} (limit {HEAP_GROWTH_LIMIT // 1024} KiB)")
-        check(end["Nodes"] <= full["Nodes"] and end["series"] == full["series"],
-              f"DOM nodes {full['Nodes']:.0f} -> {end['Nodes']:.0f}, series {full['series']} -> {end['series']}")
+        check(end["Nodes"] <= full["Nodes"] + DOM_NODE_SLACK and end["series"] == full["series"],
+              f"DOM nodes {full['Nodes']:.0f} -> {end['Nodes']:.0f} (slack {DOM_NODE_SLACK}), "
+              f"series {full['series']} -> {end['series']}")
         check(end["JSEventListeners"] <= full["JSEventListeners"],
               f"event listeners {full['JSEventListeners']:.0f} -> {end['JSEventListeners']:.0f}")
 

@@ -219,6 +219,26 @@ TEST_F(EngineTest, FinalCallbacksRunAfterAllNodesOnTheCaller) {
   EXPECT_THROW(ga::Engine::queue_callback([] {}), glassbox::Error);
 }
 
+// A thread's next execute reuses its last one's graph task: nothing of a
+// grad() (what it captured, which nodes it ran), of a backward or of their
+// queued callbacks may reach the next execute over the same graph.
+TEST_F(EngineTest, AThreadsNextExecuteStartsFromACleanGraphTask) {
+  Tensor x = leaf1(3.0F);
+  Tensor y = x * x;
+  int callbacks = 0;
+  y.grad_fn()->add_pre_hook([&](TensorList&) { ga::Engine::queue_callback([&] { ++callbacks; }); });
+  TensorList g = ga::grad({y}, {x}, {}, ga::GradOptions{true, false, &engine});
+  EXPECT_FLOAT_EQ(g[0].item(), 6.0F);
+  EXPECT_FALSE(x.grad().defined());
+  run_backward(y, true);
+  EXPECT_FLOAT_EQ(x.grad().item(), 6.0F) << "the grad()'s capture of x's edge took the gradient";
+  EXPECT_EQ(callbacks, 2);
+  g = ga::grad({y}, {x}, {}, ga::GradOptions{true, false, &engine});
+  EXPECT_FLOAT_EQ(g[0].item(), 6.0F);
+  EXPECT_FLOAT_EQ(x.grad().item(), 6.0F) << "the grad() accumulated into x.grad";
+  EXPECT_EQ(callbacks, 3);
+}
+
 TEST_F(EngineTest, ErrorNamesTheNodeStopsTheRestAndEngineStaysUsable) {
   Tensor x = leaf1(1.0F);
   Tensor like = Tensor::ones(Shape{1});

@@ -33,31 +33,60 @@ struct ThreadState {
 };
 thread_local ThreadState tl;
 
-// The next task for the queue this thread serves, kept off the queue: a node
-// that has one edge and makes its successor ready on its own thread (a chain, a reentrant
-// step) hands it over here, so the common case pays no lock, heap or wake-up.
-// It runs next only while the queue is empty; otherwise it joins the queue
-// and priorities decide. Empty whenever this thread blocks or stops serving.
-thread_local std::optional<NodeTask> tl_next;
-
-// Moves the held task into `q`, for a thread about to block or stop serving
-// it. `next` is tl_next, looked up once by the caller: a thread_local in
-// position-independent code costs a call to find.
-void flush_next(ReadyQueue& q, std::optional<NodeTask>& next = tl_next) {
-  if (!next) return;
-  q.push(std::move(*next));
-  next.reset();
-}
-
-NodeTask next_task(ReadyQueue& q, std::optional<NodeTask>& next) {
-  if (next && q.looks_empty()) {
-    NodeTask t = std::move(*next);
-    next.reset();
+// Tasks this thread made ready for the queue it serves, kept off that queue
+// while it is empty: a chain's or a fan-in's next node then costs no lock,
+// no wake-up and no metric update. The highest priority runs first, as it
+// would from the queue; they all join the queue as soon as it holds anything
+// (another thread's push), and whenever this thread blocks or stops serving.
+class LocalTasks {
+ public:
+  void push(NodeTask t) {
+    if (heap_.empty() && !sole_) {
+      sole_.emplace(std::move(t));
+      return;
+    }
+    if (sole_) {
+      heap_.push_back(std::move(*sole_));
+      sole_.reset();
+    }
+    heap_.push_back(std::move(t));
+    std::push_heap(heap_.begin(), heap_.end(), runs_after);
+  }
+  /// The next task for this thread: the best local one while `q` is empty,
+  /// else whatever `q` gives once the local ones have joined it.
+  NodeTask next(ReadyQueue& q) {
+    if (!q.looks_empty() || (!sole_ && heap_.empty())) {
+      flush_into(q);
+      return q.pop();
+    }
+    if (sole_) {
+      NodeTask t = std::move(*sole_);
+      sole_.reset();
+      return t;
+    }
+    std::pop_heap(heap_.begin(), heap_.end(), runs_after);
+    NodeTask t = std::move(heap_.back());
+    heap_.pop_back();
     return t;
   }
-  flush_next(q, next);
-  return q.pop();
-}
+  /// Moves every task into `q`, for a thread about to block or stop serving it.
+  void flush_into(ReadyQueue& q) {
+    if (sole_) {
+      q.push(std::move(*sole_));
+      sole_.reset();
+    }
+    if (!heap_.empty()) q.push_all(heap_);
+  }
+
+ private:
+  // A chain's one task skips the heap (its moves cost a chain node ~10 %).
+  // Only ever one of the two is in use.
+  std::optional<NodeTask> sole_;
+  std::vector<NodeTask> heap_;
+};
+// A thread_local in position-independent code costs a call to find: callers
+// look it up once per loop.
+thread_local LocalTasks tl_local;
 
 // Whether the node about to run on this thread is timed: every node under a
 // sampled span, and, of the rest, one after a random gap averaging `interval`
@@ -110,6 +139,46 @@ class CurrentTaskScope {
  private:
   GraphTask* saved_;
 };
+
+// The graph task of one execute: one of the calling thread's spares when it
+// has one, given back when the execute returns if no node task still holds
+// it (one that threw while its tasks ran is dropped instead). A nested
+// backward per checkpoint node would otherwise build and free a task and
+// its tables each time.
+class SpareGraphTask {
+ public:
+  SpareGraphTask(bool keep, bool accumulate, int depth, std::shared_ptr<ReadyQueue> queue, trace::SpanContext parent) {
+    Spares& spares = tl_spares;
+    if (spares.count == 0) {
+      task_ = std::make_shared<GraphTask>(keep, accumulate, depth, std::move(queue), parent);
+      return;
+    }
+    task_ = std::move(spares.tasks[--spares.count]);
+    task_->reuse(keep, accumulate, depth, std::move(queue), parent);
+  }
+  ~SpareGraphTask() {
+    Spares& spares = tl_spares;
+    if (task_.use_count() != 1 || spares.count == spares.tasks.size()) return;
+    task_->clear();
+    spares.tasks[spares.count++] = std::move(task_);
+  }
+  SpareGraphTask(const SpareGraphTask&) = delete;
+  SpareGraphTask& operator=(const SpareGraphTask&) = delete;
+
+  const std::shared_ptr<GraphTask>& ptr() const noexcept { return task_; }
+  GraphTask* operator->() const noexcept { return task_.get(); }
+  GraphTask& operator*() const noexcept { return *task_; }
+
+ private:
+  // One per nesting level in use at once: a checkpoint chain needs two.
+  struct Spares {
+    std::array<std::shared_ptr<GraphTask>, 4> tasks;
+    std::size_t count = 0;
+  };
+  static thread_local Spares tl_spares;
+  std::shared_ptr<GraphTask> task_;
+};
+thread_local SpareGraphTask::Spares SpareGraphTask::tl_spares;
 
 std::string describe_slot(const Edge& e) {
   return "input " + std::to_string(e.input_nr) + " of '" + e.function->name() + "'";
@@ -271,10 +340,6 @@ struct Engine::Impl {
   void route(const std::shared_ptr<GraphTask>& gp, const char* from, const std::vector<Edge>& edges,
              TensorList&& grads) {
     GraphTask& g = *gp;
-    // Only a node with one edge hands its successor over in tl_next: with
-    // several (a fan-in's add), the ready ones meet in the queue, where
-    // priorities order them, with no detour through the slot.
-    const bool sole_successor = edges.size() == 1;
     std::lock_guard lock(g.mu);
     for (std::size_t i = 0; i < edges.size(); ++i) {
       const Edge& e = edges[i];
@@ -298,8 +363,8 @@ struct Engine::Impl {
       buffer.add(e.input_nr, std::move(grads[i]));
       ReadyQueue& q = queue_for(g, fn->device());
       g.outstanding.fetch_add(1, std::memory_order_relaxed);
-      if (sole_successor && &q == tl.queue.get() && !tl_next) {
-        tl_next.emplace(NodeTask::run(gp, e.function, std::move(buffer)));
+      if (&q == tl.queue.get()) {
+        tl_local.push(NodeTask::run(gp, e.function, std::move(buffer)));
       } else {
         q.push(NodeTask::run(gp, e.function, std::move(buffer)));
       }
@@ -361,24 +426,32 @@ struct Engine::Impl {
       q.metrics().nodes_executed.inc();
       if (span) g.nodes_run.fetch_add(1, std::memory_order_relaxed);  // only the sampled span reports it
     }
-    finish_one(g, q);
+    finish_one(std::move(t.graph_task), q);
   }
 
-  static void finish_one(GraphTask& g, const ReadyQueue& serving) {
-    // The owner waits on its own queue: wake it unless this thread is serving it.
-    if (g.outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1 && g.cpu_queue.get() != &serving) {
-      g.cpu_queue->push(NodeTask::wake());
+  // Drops the task's reference first: once `outstanding` is 0, the owner
+  // reuses the graph task as soon as it holds the only reference.
+  static void finish_one(std::shared_ptr<GraphTask> task, const ReadyQueue& serving) {
+    GraphTask& g = *task;  // alive until `outstanding` is 0: the owner holds it
+    task.reset();
+    if (g.cpu_queue.get() == &serving) {  // the owner serves this queue: it sees done() itself
+      g.outstanding.fetch_sub(1, std::memory_order_acq_rel);
+      return;
     }
+    // The owner waits on its own queue: wake it. A copy, since the owner may
+    // return (and free its queue) the moment the count reaches 0.
+    std::shared_ptr<ReadyQueue> owner = g.cpu_queue;
+    if (g.outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) owner->push(NodeTask::wake());
   }
 
   void run_until(const GraphTask* g, ReadyQueue& q) {
-    std::optional<NodeTask>& next = tl_next;
+    LocalTasks& local = tl_local;
     while (g == nullptr || !g->done()) {
-      NodeTask t = next_task(q, next);
+      NodeTask t = local.next(q);
       if (t.kind == NodeTask::Kind::shutdown) return;
       if (t.kind == NodeTask::Kind::run) process(t, q);
     }
-    flush_next(q, next);  // another task's node, made ready by one this loop ran
+    local.flush_into(q);  // another task's nodes, made ready by ones this loop ran
   }
 
   // Serves the owner's queue until `g` is done: on this thread, or on a pool
@@ -389,7 +462,7 @@ struct Engine::Impl {
       run_until(g.get(), *g->cpu_queue);
       return;
     }
-    flush_next(*g->cpu_queue);  // the pool thread serves the queue from here
+    tl_local.flush_into(*g->cpu_queue);  // the pool thread serves the queue from here
     std::promise<void> finished;
     pool.submit([this, &g, &finished] {
       {
@@ -464,7 +537,7 @@ TensorList Engine::Impl::run(const std::vector<Edge>& roots, TensorList grads, b
   auto queue = tl.queue ? tl.queue : std::make_shared<ReadyQueue>(metrics.cpu);
 
   trace::Span span("glassbox.autograd.backward");
-  auto g = std::make_shared<GraphTask>(keep_graph, accumulate, depth, std::move(queue), trace::current_context());
+  SpareGraphTask g(keep_graph, accumulate, depth, std::move(queue), trace::current_context());
   std::uint64_t devices = compute_dependencies(*g, roots);
   add_captures(*g, outputs);
   if (!accumulate) mark_needed(*g, roots);
@@ -474,8 +547,8 @@ TensorList Engine::Impl::run(const std::vector<Edge>& roots, TensorList grads, b
     metrics.reentrant_depth_max.set_max(depth);
   }
 
-  route(g, "the roots", roots, std::move(grads));
-  run_owner(g);
+  route(g.ptr(), "the roots", roots, std::move(grads));
+  run_owner(g.ptr());
 
   std::exception_ptr error;
   {

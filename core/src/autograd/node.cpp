@@ -1,5 +1,6 @@
 #include "glassbox/autograd/node.hpp"
 
+#include <array>
 #include <memory>
 #include <string>
 
@@ -19,26 +20,55 @@ Node::Node(int device, std::vector<Edge> next_edges)
   }
 }
 
+namespace {
+
+// Nodes whose destruction the outermost ~Node on a thread still owes. Most
+// graphs hand over one or two at a time: those stay on the stack, so freeing
+// a node allocates nothing (a vector per node was one more malloc each).
+class PendingNodes {
+ public:
+  void push(std::shared_ptr<Node> n) {
+    if (held_ < near_.size()) {
+      near_[held_++] = std::move(n);
+    } else {
+      far_.push_back(std::move(n));
+    }
+  }
+  /// The last one pushed; null when none is left.
+  std::shared_ptr<Node> pop() {
+    if (!far_.empty()) {
+      std::shared_ptr<Node> n = std::move(far_.back());
+      far_.pop_back();
+      return n;
+    }
+    return held_ == 0 ? nullptr : std::move(near_[--held_]);
+  }
+
+ private:
+  std::array<std::shared_ptr<Node>, 4> near_;
+  std::size_t held_ = 0;
+  std::vector<std::shared_ptr<Node>> far_;
+};
+
+}  // namespace
+
 Node::~Node() {
   // The outermost destructor on this thread drains `pending`; nested ones
   // (nodes whose last owner was a node) only hand their edges over.
-  thread_local std::vector<std::shared_ptr<Node>>* pending = nullptr;
-  auto hand_over = [this](std::vector<std::shared_ptr<Node>>& to) {
+  thread_local PendingNodes* pending = nullptr;
+  auto hand_over = [this](PendingNodes& to) {
     for (Edge& e : next_edges_) {
-      if (e.function) to.push_back(std::move(e.function));
+      if (e.function) to.push(std::move(e.function));
     }
   };
   if (pending != nullptr) {
     hand_over(*pending);
     return;
   }
-  std::vector<std::shared_ptr<Node>> drain;
+  PendingNodes drain;
   pending = &drain;
   hand_over(drain);
-  while (!drain.empty()) {
-    std::shared_ptr<Node> next = std::move(drain.back());
-    drain.pop_back();
-  }
+  while (drain.pop() != nullptr) {}
   pending = nullptr;
 }
 

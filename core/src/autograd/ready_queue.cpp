@@ -4,16 +4,11 @@
 
 namespace glassbox::autograd {
 
-namespace {
-
-// std heap order: "less" means lower priority.
-bool lower_priority(const NodeTask& a, const NodeTask& b) noexcept {
+bool runs_after(const NodeTask& a, const NodeTask& b) noexcept {
   if (a.kind != b.kind) return a.kind < b.kind;
   if (a.depth != b.depth) return a.depth < b.depth;
   return a.sequence_nr < b.sequence_nr;
 }
-
-}  // namespace
 
 NodeTask NodeTask::run(std::shared_ptr<GraphTask> g, std::shared_ptr<Node> node, InputBuffer inputs) {
   NodeTask t;
@@ -31,16 +26,32 @@ void ReadyQueue::push(NodeTask task) {
   {
     std::lock_guard lock(mu_);
     heap_.push_back(std::move(task));
-    std::push_heap(heap_.begin(), heap_.end(), lower_priority);
+    std::push_heap(heap_.begin(), heap_.end(), runs_after);
     size_.store(heap_.size(), std::memory_order_relaxed);
   }
+  cv_.notify_one();
+}
+
+void ReadyQueue::push_all(std::vector<NodeTask>& tasks) {
+  auto runs =
+      std::count_if(tasks.begin(), tasks.end(), [](const NodeTask& t) { return t.kind == NodeTask::Kind::run; });
+  metrics_.queue_depth.add(runs);
+  {
+    std::lock_guard lock(mu_);
+    for (NodeTask& t : tasks) {
+      heap_.push_back(std::move(t));
+      std::push_heap(heap_.begin(), heap_.end(), runs_after);
+    }
+    size_.store(heap_.size(), std::memory_order_relaxed);
+  }
+  tasks.clear();
   cv_.notify_one();
 }
 
 NodeTask ReadyQueue::pop() {
   std::unique_lock lock(mu_);
   cv_.wait(lock, [this] { return !heap_.empty(); });
-  std::pop_heap(heap_.begin(), heap_.end(), lower_priority);
+  std::pop_heap(heap_.begin(), heap_.end(), runs_after);
   NodeTask task = std::move(heap_.back());
   heap_.pop_back();
   size_.store(heap_.size(), std::memory_order_relaxed);

@@ -1,5 +1,6 @@
 #include "glassbox/autograd/tensor.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "glassbox/autograd/grad_mode.hpp"
@@ -50,8 +51,21 @@ namespace {
 std::atomic<std::int64_t> host_storages_on_devices{0};
 }  // namespace
 
-Storage::Storage(std::vector<float> values, int dev) : data(std::move(values)), device(dev) {
-  if (dev != kCpu) host_storages_on_devices.fetch_add(1, std::memory_order_relaxed);
+Storage::Storage(std::vector<float> values, int dev) : device(dev), far_(std::move(values)), size_(far_.size()) {
+  count_if_on_device();
+}
+
+Storage::Storage(std::size_t numel, float value, int dev) : device(dev), size_(numel), few_(numel <= kNear) {
+  if (few_) {
+    std::fill_n(near_.begin(), numel, value);
+  } else {
+    far_.assign(numel, value);
+  }
+  count_if_on_device();
+}
+
+void Storage::count_if_on_device() noexcept {
+  if (device != kCpu) host_storages_on_devices.fetch_add(1, std::memory_order_relaxed);
 }
 
 Storage::Storage(int dev, std::size_t numel) : device(dev) {
@@ -87,7 +101,8 @@ Tensor Tensor::full(Shape shape, float value, int device) {
     math::kernels_for(device)->fill(device, storage->device_data, static_cast<std::size_t>(shape.numel()), value);
     return Tensor(std::make_shared<TensorImpl>(shape, device, std::move(storage)));
   }
-  return from(shape, std::vector<float>(static_cast<std::size_t>(shape.numel()), value), device);
+  return Tensor(std::make_shared<TensorImpl>(
+      shape, device, std::make_shared<Storage>(static_cast<std::size_t>(shape.numel()), value, device)));
 }
 
 Tensor Tensor::empty(Shape shape, int device) {
@@ -103,12 +118,12 @@ bool Tensor::in_device_memory() const noexcept { return impl_->storage->device_d
 
 std::span<const float> Tensor::data() const {
   check_host(checked(impl_.get()), "data()");
-  return impl_->storage->data;
+  return impl_->storage->host();
 }
 
 std::span<float> Tensor::mutable_data() const {
   check_host(checked(impl_.get()), "mutable_data()");
-  return impl_->storage->data;
+  return impl_->storage->host();
 }
 
 float Tensor::item() const {
@@ -119,7 +134,7 @@ float Tensor::item() const {
     k->copy_to_host(impl.device, impl.storage->device_data, &value, 1);
     return value;
   }
-  return impl.storage->data[0];
+  return impl.storage->host()[0];
 }
 
 bool Tensor::requires_grad() const noexcept { return impl_ && impl_->requires_grad; }
@@ -162,7 +177,8 @@ Tensor Tensor::clone() const {
     k->copy(impl.device, math::ptr(*this), impl.device, math::mutable_ptr(out), static_cast<std::size_t>(numel()));
     return out;
   }
-  return from(impl.shape, impl.storage->data, impl.device);
+  std::span<const float> values = impl.storage->host();
+  return from(impl.shape, std::vector<float>(values.begin(), values.end()), impl.device);
 }
 
 Tensor& Tensor::add_(const Tensor& other) {

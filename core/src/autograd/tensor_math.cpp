@@ -71,12 +71,12 @@ DeviceKernels* kernels_of(const Tensor& t) noexcept {
 
 const float* ptr(const Tensor& t) {
   const Storage& s = *t.impl()->storage;
-  return s.device_data != nullptr ? s.device_data : s.data.data();
+  return s.device_data != nullptr ? s.device_data : s.host().data();
 }
 
 float* mutable_ptr(const Tensor& t) {
   Storage& s = *t.impl()->storage;
-  return s.device_data != nullptr ? s.device_data : s.data.data();
+  return s.device_data != nullptr ? s.device_data : s.host().data();
 }
 
 void unary_in_place(UnaryOp op, const Tensor& x, float alpha) {

@@ -2,10 +2,14 @@
 // The state of one Engine::execute: which nodes still wait for gradients,
 // how many queued tasks are unfinished, what to capture, the first error and
 // the callbacks to run at the end. Shared (shared_ptr) by every task queued
-// for it, so a worker never touches a freed task.
+// for it, so a worker never touches a freed task. A task drops its reference
+// before it counts itself finished, so once `outstanding` is 0 the execute
+// that made it holds the only one and may reuse it for its thread's next
+// execute (reset(); a nested backward per checkpoint node would otherwise
+// build and free one, its tables included, each time).
 //
 // Thread-safety: the atomics are read and written anywhere; everything under
-// "guarded by mu" needs mu; exec_info and the constants are written before
+// "guarded by mu" needs mu; exec_info and the settings are written before
 // the first task is queued and only read afterwards.
 #include <atomic>
 #include <cstddef>
@@ -45,18 +49,19 @@ class GraphTask {
         cpu_queue(std::move(queue)),
         trace_parent(parent) {}
 
-  const bool keep_graph;
+  // Settings of the execute; constant while it runs.
+  bool keep_graph;
   /// As backward(): every reachable node runs, so leaves accumulate into
   /// grad, except the nodes of captured edges, where the gradient is taken
   /// instead. Otherwise, as grad(): only nodes leading to a captured edge run.
-  const bool accumulate;
+  bool accumulate;
   /// 0 for a backward called outside the engine, parent's + 1 when reentrant.
-  const int reentrant_depth;
+  int reentrant_depth;
   /// The queue of the thread that called execute: CPU nodes run there, and
   /// that thread is woken there when the task completes.
-  const std::shared_ptr<ReadyQueue> cpu_queue;
+  std::shared_ptr<ReadyQueue> cpu_queue;
   /// The execute span: parent of node spans on every thread.
-  const trace::SpanContext trace_parent;
+  trace::SpanContext trace_parent;
 
   /// Tasks queued and not yet finished; 0 means the graph task is done.
   std::atomic<std::uint64_t> outstanding{0};
@@ -82,6 +87,12 @@ class GraphTask {
   std::vector<std::function<void()>> final_callbacks;
 
   bool done() const noexcept { return outstanding.load(std::memory_order_acquire) == 0; }
+  /// Drops what the execute left (gradients, error, callbacks, its queue)
+  /// but keeps the tables' memory. Only for a done task no one else holds.
+  void clear();
+  /// Sets up a cleared task for another execute.
+  void reuse(bool keep, bool accumulate_leaves, int depth, std::shared_ptr<ReadyQueue> queue,
+             trace::SpanContext parent) noexcept;
   /// Keeps the first error (wrapped as BackwardError naming `node`).
   void record_error(const char* node, std::exception_ptr e);
 };

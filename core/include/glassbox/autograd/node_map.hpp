@@ -3,7 +3,7 @@
 // bookkeeping that touches every node once or twice (dependency counts).
 // Open addressing with linear probing in one array: no allocation per entry,
 // which std::unordered_map would make for each of a graph's nodes.
-// No erase; not thread-safe (its owner's lock guards it).
+// No erase (clear() empties it); not thread-safe (its owner's lock guards it).
 #include <algorithm>
 #include <bit>
 #include <cstddef>
@@ -39,6 +39,20 @@ class NodeMap {
   }
 
   std::size_t size() const noexcept { return size_; }
+
+  /// Removes every key. The slots stay for the next graph unless there are
+  /// more than kKeptSlots (a huge graph's table is not held on to).
+  void clear() {
+    if (slots_.size() > kKeptSlots) {
+      slots_ = {};
+    } else if (size_ != 0) {
+      for (Slot& s : slots_) {
+        if (s.key) s = Slot{};
+      }
+    }
+    size_ = 0;
+  }
+  static constexpr std::size_t kKeptSlots = std::size_t{1} << 16;
 
   /// Room for `n` keys without growing; only before the first key.
   void reserve(std::size_t n) {

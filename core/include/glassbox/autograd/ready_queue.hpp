@@ -38,12 +38,17 @@ struct NodeTask {
   InputBuffer inputs;
 };
 
+/// Whether `a` runs after `b` (lower priority): std heap order.
+bool runs_after(const NodeTask& a, const NodeTask& b) noexcept;
+
 class ReadyQueue {
  public:
   /// `metrics.queue_depth` follows the number of node tasks held.
   explicit ReadyQueue(DeviceMetrics metrics) noexcept : metrics_(metrics) {}
 
   void push(NodeTask task);
+  /// Moves every task of `tasks` in at once (one lock, one wake-up); leaves it empty.
+  void push_all(std::vector<NodeTask>& tasks);
   /// Blocks until a task is there.
   NodeTask pop();
   const DeviceMetrics& metrics() const noexcept { return metrics_; }

@@ -14,6 +14,7 @@
 // grad() and gradient accumulation are serialised by the tensor's own mutex.
 // Writing data (in-place ops, mutable_data) while another thread reads it is a
 // data race, as it is in PyTorch.
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -37,6 +38,8 @@ struct Storage {
   /// Host values. A `device` other than kCpu marks the data of a device
   /// tensor kept in host memory (no device kernels installed); those are counted.
   explicit Storage(std::vector<float> values, int dev = kCpu);
+  /// `numel` host values, each `value`.
+  Storage(std::size_t numel, float value, int dev = kCpu);
   /// Uninitialised memory for `numel` floats on `device`, from the installed
   /// device kernels (which must exist).
   Storage(int device, std::size_t numel);
@@ -48,10 +51,24 @@ struct Storage {
   /// installed only while there are none.
   static std::int64_t host_memory_on_devices() noexcept;
 
-  std::vector<float> data;
+  /// The host values (empty for device memory).
+  std::span<float> host() noexcept { return {few_ ? near_.data() : far_.data(), size_}; }
+  std::span<const float> host() const noexcept { return {few_ ? near_.data() : far_.data(), size_}; }
+
   float* device_data = nullptr;
   int device = kCpu;
   std::atomic<std::uint32_t> version{0};
+
+ private:
+  // Up to kNear values live in the Storage itself: a scalar (a loss, a
+  // scalar op's gradient) costs one allocation less, on every node of a
+  // scalar graph's backward.
+  static constexpr std::size_t kNear = 4;
+  void count_if_on_device() noexcept;
+  std::array<float, kNear> near_{};
+  std::vector<float> far_;
+  std::size_t size_ = 0;
+  bool few_ = false;
 };
 
 class Tensor {
