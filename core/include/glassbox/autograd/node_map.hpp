@@ -53,11 +53,13 @@ class NodeMap {
     size_ = 0;
   }
   static constexpr std::size_t kKeptSlots = std::size_t{1} << 16;
+  /// A nested backward's graph is a node or two: a small table is cleared fast.
+  static constexpr std::size_t kMinSlots = 8;
 
   /// Room for `n` keys without growing; only before the first key.
   void reserve(std::size_t n) {
     if (size_ == 0 && n * 2 > slots_.size())
-      slots_ = std::vector<Slot>(std::bit_ceil(std::max<std::size_t>(16, n * 2)));
+      slots_ = std::vector<Slot>(std::bit_ceil(std::max<std::size_t>(kMinSlots, n * 2)));
   }
 
  private:
@@ -77,7 +79,7 @@ class NodeMap {
   }
 
   void grow() {
-    std::vector<Slot> old = std::exchange(slots_, std::vector<Slot>(std::max<std::size_t>(16, slots_.size() * 2)));
+    std::vector<Slot> old = std::exchange(slots_, std::vector<Slot>(std::max<std::size_t>(kMinSlots, slots_.size() * 2)));
     for (Slot& s : old) {
       if (s.key) slots_[probe(s.key)] = std::move(s);
     }
