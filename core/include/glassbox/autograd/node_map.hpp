@@ -79,7 +79,8 @@ class NodeMap {
   }
 
   void grow() {
-    std::vector<Slot> old = std::exchange(slots_, std::vector<Slot>(std::max<std::size_t>(kMinSlots, slots_.size() * 2)));
+    std::vector<Slot> old =
+        std::exchange(slots_, std::vector<Slot>(std::max<std::size_t>(kMinSlots, slots_.size() * 2)));
     for (Slot& s : old) {
       if (s.key) slots_[probe(s.key)] = std::move(s);
     }
