@@ -4,9 +4,9 @@
 // the callbacks to run at the end. Shared (shared_ptr) by every task queued
 // for it, so a worker never touches a freed task. A task drops its reference
 // before it counts itself finished, so once `outstanding` is 0 the execute
-// that made it holds the only one and may reuse it for its thread's next
-// execute (reset(); a nested backward per checkpoint node would otherwise
-// build and free one, its tables included, each time).
+// that made it holds the only one and may keep it for its thread's next
+// execute (clear(), then reuse(); a nested backward per checkpoint node would
+// otherwise build and free one, its tables included, each time).
 //
 // Thread-safety: the atomics are read and written anywhere; everything under
 // "guarded by mu" needs mu; exec_info and the settings are written before
