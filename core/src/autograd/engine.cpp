@@ -149,11 +149,7 @@ class SpareGraphTask {
  public:
   SpareGraphTask(bool keep, bool accumulate, int depth, std::shared_ptr<ReadyQueue> queue, trace::SpanContext parent) {
     Spares& spares = tl_spares;
-    if (spares.count == 0) {
-      task_ = std::make_shared<GraphTask>(keep, accumulate, depth, std::move(queue), parent);
-      return;
-    }
-    task_ = std::move(spares.tasks[--spares.count]);
+    task_ = spares.count == 0 ? std::make_shared<GraphTask>() : std::move(spares.tasks[--spares.count]);
     task_->reuse(keep, accumulate, depth, std::move(queue), parent);
   }
   ~SpareGraphTask() {

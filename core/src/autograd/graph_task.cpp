@@ -12,8 +12,7 @@ void GraphTask::record_error(const char* node, std::exception_ptr e) {
 }
 
 void GraphTask::clear() {
-  cpu_queue.reset();
-  outstanding.store(0, std::memory_order_relaxed);
+  cpu_queue.reset();  // `outstanding` is 0 already: the task is done
   has_error.store(false, std::memory_order_relaxed);
   nodes_run.store(0, std::memory_order_relaxed);
   outputs.clear();

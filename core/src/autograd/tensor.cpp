@@ -55,8 +55,8 @@ Storage::Storage(std::vector<float> values, int dev) : device(dev), far_(std::mo
   count_if_on_device();
 }
 
-Storage::Storage(std::size_t numel, float value, int dev) : device(dev), size_(numel), few_(numel <= kNear) {
-  if (few_) {
+Storage::Storage(std::size_t numel, float value, int dev) : device(dev), size_(numel) {
+  if (numel <= kNear) {
     std::fill_n(near_.begin(), numel, value);
   } else {
     far_.assign(numel, value);

@@ -41,22 +41,14 @@ struct ExecInfo {
 
 class GraphTask {
  public:
-  GraphTask(bool keep, bool accumulate_leaves, int depth, std::shared_ptr<ReadyQueue> queue,
-            trace::SpanContext parent) noexcept
-      : keep_graph(keep),
-        accumulate(accumulate_leaves),
-        reentrant_depth(depth),
-        cpu_queue(std::move(queue)),
-        trace_parent(parent) {}
-
-  // Settings of the execute; constant while it runs.
-  bool keep_graph;
+  // Settings of the execute (reuse() sets them); constant while it runs.
+  bool keep_graph = false;
   /// As backward(): every reachable node runs, so leaves accumulate into
   /// grad, except the nodes of captured edges, where the gradient is taken
   /// instead. Otherwise, as grad(): only nodes leading to a captured edge run.
-  bool accumulate;
+  bool accumulate = false;
   /// 0 for a backward called outside the engine, parent's + 1 when reentrant.
-  int reentrant_depth;
+  int reentrant_depth = 0;
   /// The queue of the thread that called execute: CPU nodes run there, and
   /// that thread is woken there when the task completes.
   std::shared_ptr<ReadyQueue> cpu_queue;
@@ -90,7 +82,7 @@ class GraphTask {
   /// Drops what the execute left (gradients, error, callbacks, its queue)
   /// but keeps the tables' memory. Only for a done task no one else holds.
   void clear();
-  /// Sets up a cleared task for another execute.
+  /// Sets up a new or cleared task for an execute.
   void reuse(bool keep, bool accumulate_leaves, int depth, std::shared_ptr<ReadyQueue> queue,
              trace::SpanContext parent) noexcept;
   /// Keeps the first error (wrapped as BackwardError naming `node`).

@@ -52,23 +52,22 @@ struct Storage {
   static std::int64_t host_memory_on_devices() noexcept;
 
   /// The host values (empty for device memory).
-  std::span<float> host() noexcept { return {few_ ? near_.data() : far_.data(), size_}; }
-  std::span<const float> host() const noexcept { return {few_ ? near_.data() : far_.data(), size_}; }
+  std::span<float> host() noexcept { return {far_.empty() ? near_.data() : far_.data(), size_}; }
+  std::span<const float> host() const noexcept { return {far_.empty() ? near_.data() : far_.data(), size_}; }
 
   float* device_data = nullptr;
   int device = kCpu;
   std::atomic<std::uint32_t> version{0};
 
  private:
-  // Up to kNear values live in the Storage itself: a scalar (a loss, a
-  // scalar op's gradient) costs one allocation less, on every node of a
-  // scalar graph's backward.
+  // Up to kNear values live in the Storage itself, in near_ (far_ then
+  // empty): a scalar (a loss, a scalar op's gradient) costs one allocation
+  // less, on every node of a scalar graph's backward.
   static constexpr std::size_t kNear = 4;
   void count_if_on_device() noexcept;
   std::array<float, kNear> near_{};
   std::vector<float> far_;
   std::size_t size_ = 0;
-  bool few_ = false;
 };
 
 class Tensor {
