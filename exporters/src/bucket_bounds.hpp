@@ -7,15 +7,13 @@
 #include <string_view>
 #include <vector>
 
-#include "glassbox/metrics/snapshot.hpp"
 #include "sixteen_digits.hpp"
 
 namespace glassbox::exporters::detail {
 
-/// Per bucket, how its line's labels end: `le="0.25"} `, the family's finite
-/// bounds (a histogram accepts no other), then the implied `le="+Inf"} `.
-inline std::vector<std::string> bucket_le_endings(const metrics::FamilySnapshot& f) {
-  const auto& bounds = f.series.front().histogram.upper_bounds;
+/// Per bucket, how its line's labels end: `le="0.25"} `, the finite bounds
+/// (a histogram accepts no other), then the implied `le="+Inf"} `.
+inline std::vector<std::string> bucket_le_endings(const std::vector<double>& bounds) {
   std::vector<std::string> endings;
   endings.reserve(bounds.size() + 1);
   char buffer[32];
@@ -24,10 +22,14 @@ inline std::vector<std::string> bucket_le_endings(const metrics::FamilySnapshot&
   return endings;
 }
 
-/// How every bucket line of a series starts: `name_bucket{k="v",` (`labels`
-/// as written, `{k="v"` left open), or `name_bucket{` without labels.
-inline std::string bucket_line_start(std::string_view name, std::string_view labels) {
-  return std::string(name) + "_bucket" + std::string(labels) + (labels.empty() ? '{' : ',');
+/// How every bucket line of a series starts, written into `out`:
+/// `name_bucket{k="v",` (`labels` as written, `{k="v"` left open), or
+/// `name_bucket{` without labels.
+inline void bucket_line_start(std::string& out, std::string_view name, std::string_view labels) {
+  out.assign(name);
+  out.append("_bucket");
+  out.append(labels);
+  out.push_back(labels.empty() ? '{' : ',');
 }
 
 }  // namespace glassbox::exporters::detail

@@ -6,9 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "bucket_bounds.hpp"
 #include "line_writer.hpp"
-#include "scrape_size.hpp"
+#include "scrape_writer.hpp"
 
 namespace glassbox::exporters::detail {
 
@@ -48,7 +47,6 @@ void escaped(std::string& out, std::string_view s, bool quotes) {
 // A series' labels as written, `{k="v",...` without the closing brace, or
 // empty: built once per series, since a histogram writes them on every line.
 void label_block(std::string& block, const metrics::LabelPairs& labels) {
-  block.clear();
   char separator = '{';
   for (const auto& [k, v] : labels) {
     block.push_back(separator);
@@ -60,17 +58,14 @@ void label_block(std::string& block, const metrics::LabelPairs& labels) {
   }
 }
 
-void histogram_lines(LineWriter& w, std::string_view name, const metrics::SeriesSnapshot& s,
-                     const std::vector<std::string>& le, std::string& block) {
-  const metrics::HistogramValue& h = s.histogram;
-  label_block(block, s.labels);
-  sample_start(w, name, "_count", block);
+void histogram_lines(LineWriter& w, std::string_view name, const metrics::HistogramValue& h, std::string_view labels,
+                     std::string_view bucket, const std::vector<std::string>& le) {
+  sample_start(w, name, "_count", labels);
   w.put(h.count);
   w.put('\n');
-  sample_start(w, name, "_sum", block);
+  sample_start(w, name, "_sum", labels);
   number(w, h.sum);
   w.put('\n');
-  const std::string bucket = bucket_line_start(name, block);
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < h.buckets.size(); ++i) {
     cumulative += h.buckets[i];
@@ -93,42 +88,37 @@ std::string_view type_name(metrics::MetricType t) {
   return "untyped";
 }
 
-void family_lines(LineWriter& w, const metrics::FamilySnapshot& f) {
-  w.put("# HELP ");
-  w.put(f.name);
-  w.put(' ');
-  std::string block;  // reused by the help text and every series: one allocation
-  escaped(block, f.help, false);
-  w.put(block);
-  w.put("\n# TYPE ");
-  w.put(f.name);
-  w.put(' ');
-  w.put(type_name(f.type));
-  w.put('\n');
-  if (f.type == metrics::MetricType::histogram) {
-    const std::vector<std::string> le = bucket_le_endings(f);
-    for (const metrics::SeriesSnapshot& s : f.series) histogram_lines(w, f.name, s, le, block);
-    return;
+class TextWriter final : public ScrapeWriter {
+ public:
+  using ScrapeWriter::ScrapeWriter;
+
+  void family(const metrics::FamilyView& f) override {
+    start_family(f);
+    if (f.series == 0) return;  // declared, nothing recorded yet: left out
+    std::string help;
+    escaped(help, f.help, false);
+    for (std::string_view piece : {std::string_view("# HELP "), f.name, std::string_view(" "), std::string_view(help),
+                                   std::string_view("\n# TYPE "), f.name, std::string_view(" "), type_name(f.type)})
+      w_.put(piece);
+    w_.put('\n');
   }
-  for (const metrics::SeriesSnapshot& s : f.series) {
-    label_block(block, s.labels);
-    sample_start(w, f.name, "", block);
-    number(w, s.value);
-    w.put('\n');
+
+  void series(const metrics::SeriesSnapshot& s, std::string_view label_text) override {
+    const std::string_view labels = this->labels(s, label_text, label_block);
+    if (family_.type == metrics::MetricType::histogram) {
+      histogram_lines(w_, family_.name, s.histogram, labels, bucket_start(family_.name, labels), le(s.histogram));
+      return;
+    }
+    sample_start(w_, family_.name, "", labels);
+    number(w_, s.value);
+    w_.put('\n');
   }
-}
+};
 
 }  // namespace
 
-std::string exposition_text(const metrics::Snapshot& snapshot) {
-  std::string out;
-  {
-    LineWriter w(out, scrape_size(snapshot));
-    for (const auto& f : snapshot) {
-      if (!f.series.empty()) family_lines(w, f);  // declared, nothing recorded yet: left out
-    }
-  }
-  return out;
-}
+std::string exposition_text(const metrics::Registry& registry) { return write_scrape<TextWriter>(registry); }
+
+std::string exposition_text(const metrics::Snapshot& snapshot) { return write_scrape<TextWriter>(snapshot); }
 
 }  // namespace glassbox::exporters::detail

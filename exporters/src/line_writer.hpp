@@ -24,6 +24,9 @@ class LineWriter {
   LineWriter(const LineWriter&) = delete;
   LineWriter& operator=(const LineWriter&) = delete;
 
+  /// Makes room for `n` more bytes at once, so the writes after it do not grow the buffer piece by piece.
+  void reserve(std::size_t n) { room(n); }
+
   [[gnu::always_inline]] void put(std::string_view s) {
     if (s.empty()) return;  // data() may be null, which memcpy does not take
     std::memcpy(room(s.size()), s.data(), s.size());

@@ -6,10 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "bucket_bounds.hpp"
 #include "glassbox/exporters/detail/http_request_head.hpp"
 #include "line_writer.hpp"
-#include "scrape_size.hpp"
+#include "scrape_writer.hpp"
 
 namespace glassbox::exporters::detail {
 
@@ -149,10 +148,8 @@ void write_exemplar(LineWriter& w, const metrics::Exemplar& e) {
   w.put(std::string_view(buffer, ec == std::errc() ? end : buffer));
 }
 
-void write_histogram(LineWriter& w, std::string_view name, const metrics::SeriesSnapshot& s,
-                     const std::vector<std::string>& le, std::string& block) {
-  const metrics::HistogramValue& h = s.histogram;
-  const std::string bucket = bucket_line_start(name, block);
+void write_histogram(LineWriter& w, std::string_view name, const metrics::HistogramValue& h, std::string_view labels,
+                     std::string_view bucket, const std::vector<std::string>& le) {
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < h.buckets.size(); ++i) {
     cumulative += h.buckets[i];
@@ -162,42 +159,49 @@ void write_histogram(LineWriter& w, std::string_view name, const metrics::Series
     if (i < h.exemplars.size() && h.exemplars[i]) write_exemplar(w, *h.exemplars[i]);
     w.put('\n');
   }
-  sample_start(w, name, "_count", block);
+  sample_start(w, name, "_count", labels);
   w.put(h.count);
   w.put('\n');
-  sample_start(w, name, "_sum", block);
+  sample_start(w, name, "_sum", labels);
   write_number(w, h.sum);
   w.put('\n');
 }
 
-void write_family(LineWriter& w, const metrics::FamilySnapshot& f) {
-  // OpenMetrics names a counter without its `_total`, which only its sample has.
-  std::string_view name = f.name;
-  if (f.type == metrics::MetricType::counter && name.ends_with("_total")) name.remove_suffix(6);
-  const std::string_view type = f.type == metrics::MetricType::counter ? "counter"
-                                : f.type == metrics::MetricType::gauge ? "gauge"
-                                                                       : "histogram";
-  std::string block;  // reused by the help text and every series: one allocation
-  write_escaped(block, f.help);
-  for (std::string_view piece : {std::string_view("# TYPE "), name, std::string_view(" "), type,
-                                 std::string_view("\n# HELP "), name, std::string_view(" "), std::string_view(block)})
-    w.put(piece);
-  w.put('\n');
-  const bool histogram = f.type == metrics::MetricType::histogram;
-  const std::vector<std::string> le = histogram ? bucket_le_endings(f) : std::vector<std::string>{};
-  const std::string_view suffix = f.type == metrics::MetricType::counter ? "_total" : "";
-  for (const auto& s : f.series) {
-    block.clear();
-    write_label_block(block, s.labels);
-    if (histogram) {
-      write_histogram(w, name, s, le, block);
-      continue;
-    }
-    sample_start(w, name, suffix, block);
-    write_number(w, s.value);
-    w.put('\n');
+class OpenMetricsWriter final : public ScrapeWriter {
+ public:
+  using ScrapeWriter::ScrapeWriter;
+
+  void family(const metrics::FamilyView& f) override {
+    // OpenMetrics names a counter without its `_total`, which only its sample has.
+    metrics::FamilyView named = f;
+    if (f.type == metrics::MetricType::counter && f.name.ends_with("_total")) named.name.remove_suffix(6);
+    start_family(named);
+    if (f.series == 0) return;  // declared, nothing recorded yet: left out
+    const std::string_view type = f.type == metrics::MetricType::counter ? "counter"
+                                  : f.type == metrics::MetricType::gauge ? "gauge"
+                                                                         : "histogram";
+    std::string help;
+    write_escaped(help, f.help);
+    for (std::string_view piece :
+         {std::string_view("# TYPE "), named.name, std::string_view(" "), type, std::string_view("\n# HELP "),
+          named.name, std::string_view(" "), std::string_view(help)})
+      w_.put(piece);
+    w_.put('\n');
   }
-}
+
+  void series(const metrics::SeriesSnapshot& s, std::string_view label_text) override {
+    const std::string_view labels = this->labels(s, label_text, write_label_block);
+    if (family_.type == metrics::MetricType::histogram) {
+      write_histogram(w_, family_.name, s.histogram, labels, bucket_start(family_.name, labels), le(s.histogram));
+      return;
+    }
+    sample_start(w_, family_.name, family_.type == metrics::MetricType::counter ? "_total" : "", labels);
+    write_number(w_, s.value);
+    w_.put('\n');
+  }
+
+  void finish() { w_.put("# EOF\n"); }
+};
 
 }  // namespace
 
@@ -215,16 +219,8 @@ bool accepts_openmetrics(std::string_view accept) {
   return openmetrics > 0 && openmetrics >= text;
 }
 
-std::string openmetrics_text(const metrics::Snapshot& snapshot) {
-  std::string out;
-  {
-    LineWriter w(out, scrape_size(snapshot));
-    for (const auto& f : snapshot) {
-      if (!f.series.empty()) write_family(w, f);
-    }
-    w.put("# EOF\n");
-  }
-  return out;
-}
+std::string openmetrics_text(const metrics::Registry& registry) { return write_scrape<OpenMetricsWriter>(registry); }
+
+std::string openmetrics_text(const metrics::Snapshot& snapshot) { return write_scrape<OpenMetricsWriter>(snapshot); }
 
 }  // namespace glassbox::exporters::detail

@@ -46,10 +46,10 @@ detail::HttpResponse metrics_page(const metrics::Registry& registry, const detai
   detail::HttpResponse r;
   if (detail::accepts_openmetrics(request.header("Accept"))) {
     r.content_type = detail::kOpenMetricsContentType;
-    r.body = detail::openmetrics_text(registry.snapshot());
+    r.body = detail::openmetrics_text(registry);
   } else {
     r.content_type = kExpositionType;
-    r.body = detail::exposition_text(registry.snapshot());
+    r.body = detail::exposition_text(registry);
   }
   if (accepts_gzip(request.header("Accept-Encoding"))) {
     r.body = detail::gzip(r.body);

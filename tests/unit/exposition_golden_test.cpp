@@ -9,6 +9,7 @@
 
 #include "glassbox/exporters/detail/exposition_text.hpp"
 #include "glassbox/exporters/detail/openmetrics.hpp"
+#include "glassbox/metrics/registry.hpp"
 
 namespace gd = glassbox::exporters::detail;
 namespace gm = glassbox::metrics;
@@ -143,4 +144,38 @@ TEST(ExpositionGolden, OpenMetricsIsByteForByteTheSame) {
             "golden_unlabelled_seconds_count 6\n"
             "golden_unlabelled_seconds_sum 12.75\n"
             "# EOF\n");
+}
+
+// /metrics reads the registry in place and copies the label text each series
+// made once; a snapshot's series have no such text, so each serializer writes
+// their labels itself. Both must come out the same, for labels that need
+// escaping, that are not ASCII or not UTF-8 (the formats differ there) and
+// for none.
+TEST(ExpositionGolden, ARegistryReadInPlaceWritesWhatItsSnapshotWrites) {
+  gm::Registry r;
+  auto& ops = r.counter("golden_ops_total", "Ops \\ done\nacross \"lines\"", {"device", "op"});
+  ops.with({"0", "a\\b\"c\nd"}).inc(7);
+  ops.with({"1", "plain"}).inc(3);
+  r.counter("golden_empty_total", "Declared, nothing recorded", {"device"});
+  auto& bytes = r.gauge("golden_bytes", "Bytes", {"k"});
+  bytes.with({"nan"}).set(NAN);
+  bytes.with({"inf"}).set(INFINITY);
+  bytes.with({"frac"}).set(0.1);
+  bytes.with({"caf\xC3\xA9 \xFF"}).set(3.5e-9);
+  bytes.with({"caf\xC3\xA9"}).set(-42);
+  r.up_down_counter("golden_in_flight", "In flight").with().add(-3);
+  auto& seconds = r.histogram("golden_seconds", "Latency", {"device"}, {0.001, 0.25, 1e6});
+  for (const char* device : {"0", "q\"uote", "new\nline"}) {
+    for (double v : {0.0005, 0.1, 2e6}) seconds.with({device}).observe(v);
+  }
+  r.histogram("golden_unlabelled_seconds", "Latency", {}, {1.0}).with().observe(0.5);
+
+  const gm::Snapshot snapshot = r.snapshot();
+  const std::string text = gd::exposition_text(r);
+  EXPECT_EQ(text, gd::exposition_text(snapshot));
+  EXPECT_EQ(gd::openmetrics_text(r), gd::openmetrics_text(snapshot));
+  // Written from the registry's text, not escaped again nor left raw.
+  EXPECT_NE(text.find("golden_ops_total{device=\"1\",op=\"plain\"} 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("golden_ops_total{device=\"0\",op=\"a\\\\b\\\"c\\nd\"} 7\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("golden_seconds_bucket{device=\"new\\nline\",le=\"+Inf\"} 3\n"), std::string::npos) << text;
 }

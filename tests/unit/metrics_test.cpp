@@ -377,6 +377,29 @@ TEST(Metrics, HistogramKeepsTheLatestSampledObservationAsItsBucketsExemplar) {
   EXPECT_NEAR(v.exemplars[1]->timestamp, now, 60);
 }
 
+// A visit reads every series of a family into one reused SeriesSnapshot: a
+// series must not show what the one before it had (its exemplars, buckets).
+TEST(Metrics, EachSeriesOfASnapshotHasOnlyItsOwnReadings) {
+  gm::Registry r;
+  auto& family = r.histogram("test_reuse_seconds", "latency", {"k"}, {1.0, 2.0});
+  {
+    glassbox::trace::ContextScope sampled(span_context(0xab, 0xcd, true));
+    family.with({"a"}).observe(1.5);
+    family.with({"a"}).observe(0.5);
+  }
+  family.with({"b"}).observe(5.0);
+  const gm::Snapshot snapshot = r.snapshot();
+  const gm::SeriesSnapshot* a = gm::find_series(snapshot, "test_reuse_seconds", {{"k", "a"}});
+  const gm::SeriesSnapshot* b = gm::find_series(snapshot, "test_reuse_seconds", {{"k", "b"}});
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->histogram.exemplars.size(), 3u);
+  EXPECT_EQ(a->histogram.buckets, (std::vector<std::uint64_t>{1, 1, 0}));
+  EXPECT_TRUE(b->histogram.exemplars.empty());
+  EXPECT_EQ(b->histogram.buckets, (std::vector<std::uint64_t>{0, 0, 1}));
+  EXPECT_EQ(b->histogram.count, 1u);
+  EXPECT_EQ(b->histogram.sum, 5.0);
+}
+
 // Writers race on one slot while a reader checks that every exemplar it sees
 // is one a writer wrote whole: trace id, span id and value from one context.
 TEST(Metrics, ExemplarsReadWhileWrittenAreNeverTorn) {

@@ -92,7 +92,9 @@ TEST(OpenMetrics, WritesInfinitiesAndNaN) {
   EXPECT_EQ(text.samples[2].value, "NaN");
 }
 
-TEST(OpenMetrics, AnEmptySnapshotIsJustEof) { EXPECT_EQ(gd::openmetrics_text({}), "# EOF\n"); }
+TEST(OpenMetrics, AnEmptySnapshotIsJustEof) {
+  EXPECT_EQ(gd::openmetrics_text(glassbox::metrics::Snapshot{}), "# EOF\n");
+}
 
 TEST(OpenMetricsAccept, PrometheusWithExemplarStorageGetsOpenMetrics) {
   EXPECT_TRUE(gd::accepts_openmetrics(

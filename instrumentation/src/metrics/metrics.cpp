@@ -106,18 +106,22 @@ Histogram Histogram::create(const Config& config) {
 }
 
 HistogramValue Histogram::value() const {
+  SeriesSnapshot s;
   auto lock = detail::lock_threads();
-  return value_locked();
+  read_locked(s);
+  return std::move(s.histogram);
 }
 
-HistogramValue Histogram::value_locked() const {
-  HistogramValue v;
+void Histogram::read_locked(SeriesSnapshot& out) const {
+  HistogramValue& v = out.histogram;
   v.upper_bounds = Frozen<std::vector<double>>(bounds_);
   const std::size_t buckets = bounds_->size() + 1;
-  v.buckets.reserve(buckets);
+  v.buckets.resize(buckets);
+  v.exemplars.clear();
+  v.count = 0;
   for (std::size_t i = 0; i < buckets; ++i) {
-    v.buckets.push_back(detail::sum_u64(first_cell_ + static_cast<detail::CellId>(i)));
-    v.count += v.buckets.back();
+    v.buckets[i] = detail::sum_u64(first_cell_ + static_cast<detail::CellId>(i));
+    v.count += v.buckets[i];
     std::optional<Exemplar> e = exemplars_[i].read();
     if (!e) continue;
     // Most histograms have none (no sampled span observed them): no vector.
@@ -125,7 +129,6 @@ HistogramValue Histogram::value_locked() const {
     v.exemplars[i] = std::move(e);
   }
   v.sum = detail::sum_f64(sum_cell());
-  return v;
 }
 
 std::vector<double> exponential_buckets(double start, double factor, std::size_t count) {
@@ -206,6 +209,23 @@ LabelPairs FamilyBase::label_pairs(const std::vector<std::string>& key) const {
   return out;
 }
 
+std::string FamilyBase::label_text(const LabelPairs& labels) {
+  // Label names are checked at declaration; only values can need escaping.
+  auto plain = [](char c) { return c != '\\' && c != '"' && c != '\n' && static_cast<unsigned char>(c) < 0x80; };
+  std::string text;
+  char separator = '{';
+  for (const auto& [name, value] : labels) {
+    if (!std::all_of(value.begin(), value.end(), plain)) return {};
+    text += separator;
+    text += name;
+    text += "=\"";
+    text += value;
+    text += '"';
+    separator = ',';
+  }
+  return text;
+}
+
 Registry& Registry::global() {
   static Registry* r = new Registry;
   return *r;
@@ -263,21 +283,56 @@ void Registry::remove_collector(std::uint64_t id) {
   collectors_.erase(id);
 }
 
-Snapshot Registry::snapshot() const {
+void Registry::visit(SeriesVisitor& visitor) const {
   {
     std::lock_guard lock(collectors_mu_);
     for (const auto& [id, collect] : collectors_) collect();
   }
-  Snapshot out;
   std::lock_guard lock(mu_);
-  out.reserve(families_.size());
   auto threads = detail::lock_threads();
+  VisitShape shape{families_.size(), 0, 0};
   for (const auto& [name, fam] : families_) {
-    FamilySnapshot f{fam->info().name, fam->info().help, fam->type(), {}};
-    fam->collect_locked(f);
-    out.push_back(std::move(f));
+    (fam->type() == MetricType::histogram ? shape.histogram_series : shape.series) += fam->size();
   }
-  return out;
+  visitor.begin(shape);
+  for (const auto& [name, fam] : families_) fam->visit_locked(visitor);
+}
+
+namespace {
+
+// Keeps what a visit reads: how snapshot() is made.
+class SnapshotBuilder final : public SeriesVisitor {
+ public:
+  void begin(const VisitShape& shape) override { out_.reserve(shape.families); }
+  void family(const FamilyView& f) override {
+    out_.push_back({std::string(f.name), std::string(f.help), f.type, {}});
+    out_.back().series.reserve(f.series);
+  }
+  void series(const SeriesSnapshot& s, std::string_view /*label_text*/) override { out_.back().series.push_back(s); }
+  Snapshot take() { return std::move(out_); }
+
+ private:
+  Snapshot out_;
+};
+
+}  // namespace
+
+Snapshot Registry::snapshot() const {
+  SnapshotBuilder builder;
+  visit(builder);
+  return builder.take();
+}
+
+void visit(const Snapshot& snapshot, SeriesVisitor& visitor) {
+  VisitShape shape{snapshot.size(), 0, 0};
+  for (const FamilySnapshot& f : snapshot) {
+    (f.type == MetricType::histogram ? shape.histogram_series : shape.series) += f.series.size();
+  }
+  visitor.begin(shape);
+  for (const FamilySnapshot& f : snapshot) {
+    visitor.family({f.name, f.help, f.type, f.series.size()});
+    for (const SeriesSnapshot& s : f.series) visitor.series(s, {});
+  }
 }
 
 namespace {

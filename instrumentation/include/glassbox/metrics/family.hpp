@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "glassbox/metrics/series_visitor.hpp"
 #include "glassbox/metrics/snapshot.hpp"
 
 namespace glassbox::metrics {
@@ -30,20 +31,28 @@ class FamilyBase {
   const FamilyInfo& info() const noexcept { return info_; }
   MetricType type() const noexcept { return type_; }
 
-  /// Appends this family's series to `out`. The caller holds detail::lock_threads().
-  virtual void collect_locked(FamilySnapshot& out) const = 0;
+  /// How many series it has now.
+  virtual std::size_t size() const = 0;
+  /// Tells `visitor` of this family, then of each series in label order. The
+  /// caller holds detail::lock_threads().
+  virtual void visit_locked(SeriesVisitor& visitor) const = 0;
 
  protected:
   /// Checks the count of `values` against the label names; throws ConfigError.
   std::vector<std::string> make_key(std::initializer_list<std::string_view> values) const;
   LabelPairs label_pairs(const std::vector<std::string>& key) const;
+  /// `labels` as SeriesVisitor::series() takes them: `{k="v",...`, or empty
+  /// when a value would need escaping or is not ASCII.
+  static std::string label_text(const LabelPairs& labels);
 
   FamilyInfo info_;
   MetricType type_;
 };
 
 /// `Metric` provides: a Config type, static Metric create(const Config&),
-/// static constexpr MetricType type, and void read_locked(SeriesSnapshot&) const.
+/// static constexpr MetricType type, and void read_locked(SeriesSnapshot&) const,
+/// which sets every field its kind reads (one SeriesSnapshot is reused from
+/// series to series).
 /// Thread-safety: with() may be called from any thread at once (it takes the
 /// family's mutex); the handles it returns may be copied to and updated from
 /// any thread, and outlive the family: their storage is never freed.
@@ -64,19 +73,27 @@ class Family final : public FamilyBase {
     auto it = index_.find(key);
     if (it != index_.end()) return series_[it->second].metric;
     // One push: a series and its labels cannot come apart if it throws.
-    series_.push_back({Metric::create(config_), Frozen<LabelPairs>(label_pairs(key))});
+    LabelPairs labels = label_pairs(key);
+    std::string text = label_text(labels);
+    series_.push_back({Metric::create(config_), Frozen<LabelPairs>(std::move(labels)), std::move(text)});
     index_.emplace(std::move(key), series_.size() - 1);
     return series_.back().metric;
   }
 
-  void collect_locked(FamilySnapshot& out) const override {
+  std::size_t size() const override {
     std::lock_guard lock(mu_);
-    out.series.reserve(out.series.size() + index_.size());
+    return index_.size();
+  }
+
+  void visit_locked(SeriesVisitor& visitor) const override {
+    std::lock_guard lock(mu_);
+    visitor.family({info_.name, info_.help, type_, index_.size()});
+    SeriesSnapshot s;  // one for all: a histogram's vectors keep their room
     for (const auto& [key, i] : index_) {
-      SeriesSnapshot s;
-      s.labels = series_[i].labels;
-      series_[i].metric.read_locked(s);
-      out.series.push_back(std::move(s));
+      const Series& series = series_[i];
+      s.labels = series.labels;
+      series.metric.read_locked(s);
+      visitor.series(s, series.label_text);
     }
   }
 
@@ -86,6 +103,7 @@ class Family final : public FamilyBase {
   struct Series {
     Metric metric;
     Frozen<LabelPairs> labels;  // made once: every snapshot shares them
+    std::string label_text;     // made once: a scrape copies it instead of writing the labels
   };
   std::deque<Series> series_;
   std::map<std::vector<std::string>, std::size_t> index_;

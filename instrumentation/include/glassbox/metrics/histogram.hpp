@@ -48,9 +48,9 @@ class Histogram {
 
   /// Current buckets, count and sum over all threads (takes the arena lock).
   HistogramValue value() const;
-  /// Reads without locking; the caller holds detail::lock_threads().
-  HistogramValue value_locked() const;
-  void read_locked(SeriesSnapshot& out) const { out.histogram = value_locked(); }
+  /// Reads into `out`, reusing its vectors' room, without locking; the
+  /// caller holds detail::lock_threads().
+  void read_locked(SeriesSnapshot& out) const;
 
  private:
   detail::CellId sum_cell() const noexcept { return first_cell_ + static_cast<detail::CellId>(bounds_->size()) + 1; }

@@ -14,6 +14,7 @@
 #include "glassbox/metrics/family.hpp"
 #include "glassbox/metrics/gauge.hpp"
 #include "glassbox/metrics/histogram.hpp"
+#include "glassbox/metrics/series_visitor.hpp"
 #include "glassbox/metrics/snapshot.hpp"
 #include "glassbox/metrics/up_down_counter.hpp"
 
@@ -59,6 +60,12 @@ class Registry {
   /// Every family's values at one moment: no thread's exit is seen half-way.
   /// Collectors run first, so their series are as of the call.
   Snapshot snapshot() const;
+
+  /// What snapshot() reads, handed to `visitor` series by series instead of
+  /// copied. It holds the registry's lock and the metric arena's (no thread
+  /// registers or folds its cells meanwhile; updates go on) while `visitor`
+  /// runs, so a visitor should be quick: a /metrics serializer is.
+  void visit(SeriesVisitor& visitor) const;
 
  private:
   template <class Metric>

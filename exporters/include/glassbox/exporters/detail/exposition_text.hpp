@@ -4,11 +4,15 @@
 // own serializer.
 #include <string>
 
+#include "glassbox/metrics/registry.hpp"
 #include "glassbox/metrics/snapshot.hpp"
 
 namespace glassbox::exporters::detail {
 
-/// Families with no series yet are left out.
+/// What `registry` holds now, read in place (Registry::visit()), as /metrics
+/// serves it. Families with no series yet are left out.
+std::string exposition_text(const metrics::Registry& registry);
+/// The same text of a snapshot taken before.
 std::string exposition_text(const metrics::Snapshot& snapshot);
 
 }  // namespace glassbox::exporters::detail

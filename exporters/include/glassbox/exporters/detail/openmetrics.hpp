@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "glassbox/metrics/registry.hpp"
 #include "glassbox/metrics/snapshot.hpp"
 
 namespace glassbox::exporters::detail {
@@ -29,7 +30,10 @@ bool accepts_openmetrics(std::string_view accept);
 /// UTF-8 is written as U+FFFD, so the output always parses. An exemplar whose
 /// label names and values together exceed the 128 characters OpenMetrics
 /// allows is left out (glassbox's own trace_id/span_id pair has 63).
-/// Families without series are left out, as in the 0.0.4 text.
+/// Families without series are left out, as in the 0.0.4 text. `registry`
+/// is read in place (Registry::visit()), as /metrics serves it.
+std::string openmetrics_text(const metrics::Registry& registry);
+/// The same text of a snapshot taken before.
 std::string openmetrics_text(const metrics::Snapshot& snapshot);
 
 }  // namespace glassbox::exporters::detail
