@@ -114,7 +114,7 @@ HistogramValue Histogram::value() const {
 
 void Histogram::read_locked(SeriesSnapshot& out) const {
   HistogramValue& v = out.histogram;
-  v.upper_bounds = Frozen<std::vector<double>>(bounds_);
+  if (v.upper_bounds.empty()) v.upper_bounds = Frozen<std::vector<double>>(bounds_);  // kept from the last read
   const std::size_t buckets = bounds_->size() + 1;
   v.buckets.resize(buckets);
   v.exemplars.clear();

@@ -51,8 +51,8 @@ class FamilyBase {
 
 /// `Metric` provides: a Config type, static Metric create(const Config&),
 /// static constexpr MetricType type, and void read_locked(SeriesSnapshot&) const,
-/// which sets every field its kind reads (one SeriesSnapshot is reused from
-/// series to series).
+/// which sets every field its kind reads (each series keeps one SeriesSnapshot
+/// that every visit reads it into).
 /// Thread-safety: with() may be called from any thread at once (it takes the
 /// family's mutex); the handles it returns may be copied to and updated from
 /// any thread, and outlive the family: their storage is never freed.
@@ -75,7 +75,8 @@ class Family final : public FamilyBase {
     // One push: a series and its labels cannot come apart if it throws.
     LabelPairs labels = label_pairs(key);
     std::string text = label_text(labels);
-    series_.push_back({Metric::create(config_), Frozen<LabelPairs>(std::move(labels)), std::move(text)});
+    series_.push_back({Metric::create(config_), {}, std::move(text)});
+    series_.back().reading.labels = std::move(labels);
     index_.emplace(std::move(key), series_.size() - 1);
     return series_.back().metric;
   }
@@ -88,12 +89,14 @@ class Family final : public FamilyBase {
   void visit_locked(SeriesVisitor& visitor) const override {
     std::lock_guard lock(mu_);
     visitor.family({info_.name, info_.help, type_, index_.size()});
-    SeriesSnapshot s;  // one for all: a histogram's vectors keep their room
-    for (const auto& [key, i] : index_) {
+    if (order_.size() != index_.size()) {  // a series was added since the last visit
+      order_.clear();
+      for (const auto& [key, i] : index_) order_.push_back(i);
+    }
+    for (std::size_t i : order_) {
       const Series& series = series_[i];
-      s.labels = series.labels;
-      series.metric.read_locked(s);
-      visitor.series(s, series.label_text);
+      series.metric.read_locked(series.reading);
+      visitor.series(series.reading, series.label_text);
     }
   }
 
@@ -102,11 +105,15 @@ class Family final : public FamilyBase {
   mutable std::mutex mu_;
   struct Series {
     Metric metric;
-    Frozen<LabelPairs> labels;  // made once: every snapshot shares them
-    std::string label_text;     // made once: a scrape copies it instead of writing the labels
+    // The series' labels (made once: every snapshot shares them) and its
+    // values as last read: a visit reads into it, so a histogram's vectors
+    // keep their room and no label pointer is copied.
+    mutable SeriesSnapshot reading;
+    std::string label_text;  // made once: a scrape copies it instead of writing the labels
   };
   std::deque<Series> series_;
   std::map<std::vector<std::string>, std::size_t> index_;
+  mutable std::vector<std::size_t> order_;  // series_ in index_'s (label) order, as of the last visit
 };
 
 }  // namespace glassbox::metrics

@@ -48,8 +48,9 @@ class Histogram {
 
   /// Current buckets, count and sum over all threads (takes the arena lock).
   HistogramValue value() const;
-  /// Reads into `out`, reusing its vectors' room, without locking; the
-  /// caller holds detail::lock_threads().
+  /// Reads into `out`, a fresh snapshot or one this histogram read into
+  /// before (whose bounds it keeps and whose vectors' room it reuses),
+  /// without locking; the caller holds detail::lock_threads().
   void read_locked(SeriesSnapshot& out) const;
 
  private:
