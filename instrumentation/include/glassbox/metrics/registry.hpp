@@ -48,10 +48,11 @@ class Registry {
   Family<Histogram>& histogram(std::string_view name, std::string_view help, std::vector<std::string> labels,
                                std::vector<double> upper_bounds);
 
-  /// Runs `collect` at the start of every snapshot(), before any series is
-  /// read: a part whose gauges follow from counts it keeps anyway brings them
-  /// up to date here instead of updating them on its hot path. `collect` may
-  /// update metrics but not call snapshot() or the collector functions.
+  /// Runs `collect` at the start of every visit() and snapshot(), before any
+  /// series is read: a part whose gauges follow from counts it keeps anyway
+  /// brings them up to date here instead of updating them on its hot path.
+  /// `collect` may update metrics but not read the registry nor call the
+  /// collector functions.
   /// Returns the id remove_collector() takes.
   std::uint64_t add_collector(std::function<void()> collect);
   /// Stops running a collector; returns once no run of it is in progress.
