@@ -88,7 +88,7 @@ std::string_view type_name(metrics::MetricType t) {
   return "untyped";
 }
 
-class TextWriter final : public ScrapeWriter {
+class TextWriter final : public ScrapeWriter<TextWriter> {
  public:
   using ScrapeWriter::ScrapeWriter;
 
@@ -103,16 +103,13 @@ class TextWriter final : public ScrapeWriter {
     w_.put('\n');
   }
 
-  void series(const metrics::SeriesSnapshot& s, std::string_view label_text) override {
-    const std::string_view labels = this->labels(s, label_text, label_block);
-    if (family_.type == metrics::MetricType::histogram) {
-      histogram_lines(w_, family_.name, s.histogram, labels, bucket_start(family_.name, labels), le(s.histogram));
-      return;
-    }
-    sample_start(w_, family_.name, "", labels);
-    number(w_, s.value);
-    w_.put('\n');
+  static void write_labels(std::string& block, const metrics::LabelPairs& labels) { label_block(block, labels); }
+  static void write_number(LineWriter& w, double v) { number(w, v); }
+  static void write_histogram(LineWriter& w, std::string_view name, const metrics::HistogramValue& h,
+                              std::string_view labels, std::string_view bucket, const std::vector<std::string>& le) {
+    histogram_lines(w, name, h, labels, bucket, le);
   }
+  static std::string_view sample_suffix(metrics::MetricType) { return ""; }
 };
 
 }  // namespace

@@ -111,7 +111,7 @@ std::size_t characters(std::string_view s) {
 
 // 16 significant digits, as the 0.0.4 text writes them (sixteen_digits.hpp),
 // with OpenMetrics' spelling of NaN.
-void write_number(LineWriter& w, double v) {
+void number(LineWriter& w, double v) {
   if (std::isnan(v)) return w.put("NaN");
   if (std::isinf(v)) return w.put(v > 0 ? "+Inf" : "-Inf");
   w.put_finite(v);
@@ -140,7 +140,7 @@ void write_exemplar(LineWriter& w, const metrics::Exemplar& e) {
   w.put(block.empty() ? std::string_view("{}") : std::string_view(block));
   if (!block.empty()) w.put('}');
   w.put(' ');
-  write_number(w, e.value);
+  number(w, e.value);
   if (!std::isfinite(e.timestamp)) return;  // optional, and OpenMetrics has no NaN or Inf time
   char buffer[400];                         // room for any double in fixed notation (309 digits before the point)
   auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, e.timestamp, std::chars_format::fixed, 3);
@@ -148,7 +148,7 @@ void write_exemplar(LineWriter& w, const metrics::Exemplar& e) {
   w.put(std::string_view(buffer, ec == std::errc() ? end : buffer));
 }
 
-void write_histogram(LineWriter& w, std::string_view name, const metrics::HistogramValue& h, std::string_view labels,
+void histogram_lines(LineWriter& w, std::string_view name, const metrics::HistogramValue& h, std::string_view labels,
                      std::string_view bucket, const std::vector<std::string>& le) {
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < h.buckets.size(); ++i) {
@@ -163,11 +163,11 @@ void write_histogram(LineWriter& w, std::string_view name, const metrics::Histog
   w.put(h.count);
   w.put('\n');
   sample_start(w, name, "_sum", labels);
-  write_number(w, h.sum);
+  number(w, h.sum);
   w.put('\n');
 }
 
-class OpenMetricsWriter final : public ScrapeWriter {
+class OpenMetricsWriter final : public ScrapeWriter<OpenMetricsWriter> {
  public:
   using ScrapeWriter::ScrapeWriter;
 
@@ -189,15 +189,14 @@ class OpenMetricsWriter final : public ScrapeWriter {
     w_.put('\n');
   }
 
-  void series(const metrics::SeriesSnapshot& s, std::string_view label_text) override {
-    const std::string_view labels = this->labels(s, label_text, write_label_block);
-    if (family_.type == metrics::MetricType::histogram) {
-      write_histogram(w_, family_.name, s.histogram, labels, bucket_start(family_.name, labels), le(s.histogram));
-      return;
-    }
-    sample_start(w_, family_.name, family_.type == metrics::MetricType::counter ? "_total" : "", labels);
-    write_number(w_, s.value);
-    w_.put('\n');
+  static void write_labels(std::string& block, const metrics::LabelPairs& labels) { write_label_block(block, labels); }
+  static void write_number(LineWriter& w, double v) { number(w, v); }
+  static void write_histogram(LineWriter& w, std::string_view name, const metrics::HistogramValue& h,
+                              std::string_view labels, std::string_view bucket, const std::vector<std::string>& le) {
+    histogram_lines(w, name, h, labels, bucket, le);
+  }
+  static std::string_view sample_suffix(metrics::MetricType t) {
+    return t == metrics::MetricType::counter ? "_total" : "";
   }
 
   void finish() { w_.put("# EOF\n"); }

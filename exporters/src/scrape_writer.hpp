@@ -18,6 +18,13 @@
 
 namespace glassbox::exporters::detail {
 
+/// `Format` (the writer deriving from it) provides, as static functions:
+/// write_labels(std::string&, const LabelPairs&) (`{k="v",...` left open),
+/// write_number(LineWriter&, double), write_histogram(LineWriter&, name,
+/// const HistogramValue&, labels, bucket line start, le endings) and
+/// sample_suffix(MetricType) (what follows the name on a counter's or
+/// gauge's line); and family(), its header lines, which calls start_family().
+template <class Format>
 class ScrapeWriter : public metrics::SeriesVisitor {
  public:
   explicit ScrapeWriter(std::string& out) : w_(out, 0) {}
@@ -31,25 +38,41 @@ class ScrapeWriter : public metrics::SeriesVisitor {
   /// What follows the last family; nothing in the 0.0.4 text.
   void finish() {}
 
+  void series(const metrics::SeriesSnapshot& s, std::string_view label_text) final {
+    const std::string_view labels = this->labels(s, label_text);
+    if (family_.type == metrics::MetricType::histogram) {
+      Format::write_histogram(w_, family_.name, s.histogram, labels, bucket_start(family_.name, labels),
+                              le(s.histogram));
+      return;
+    }
+    sample_start(w_, family_.name, Format::sample_suffix(family_.type), labels);
+    Format::write_number(w_, s.value);
+    w_.put('\n');
+  }
+
  protected:
   /// Remembers the family whose series follow.
   void start_family(const metrics::FamilyView& f) {
     family_ = f;
     le_.clear();
   }
+
+  LineWriter w_;
+  metrics::FamilyView family_;
+
+ private:
+  /// The series' labels, `{k="v",...` left open: `label_text` when the
+  /// registry made it, else what the format writes of `s.labels`.
+  std::string_view labels(const metrics::SeriesSnapshot& s, std::string_view label_text) {
+    if (!label_text.empty() || s.labels.empty()) return label_text;
+    block_.clear();
+    Format::write_labels(block_, s.labels);
+    return block_;
+  }
   /// The family's bucket endings (bucket_bounds.hpp), made at its first series.
   const std::vector<std::string>& le(const metrics::HistogramValue& h) {
     if (le_.empty()) le_ = bucket_le_endings(h.upper_bounds);
     return le_;
-  }
-  /// The series' labels, `{k="v",...` left open: `label_text` when the
-  /// registry made it, else what `write(block, s.labels)` writes.
-  template <class Write>
-  std::string_view labels(const metrics::SeriesSnapshot& s, std::string_view label_text, Write write) {
-    if (!label_text.empty() || s.labels.empty()) return label_text;
-    block_.clear();
-    write(block_, s.labels);
-    return block_;
   }
   /// How each bucket line of the series starts (bucket_bounds.hpp).
   std::string_view bucket_start(std::string_view name, std::string_view labels) {
@@ -57,10 +80,6 @@ class ScrapeWriter : public metrics::SeriesVisitor {
     return bucket_;
   }
 
-  LineWriter w_;
-  metrics::FamilyView family_;
-
- private:
   std::vector<std::string> le_;
   std::string block_;
   std::string bucket_;
