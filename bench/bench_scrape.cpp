@@ -96,7 +96,7 @@ void BM_ScrapeOpenMetrics1000Series(benchmark::State& state) {
 }
 BENCHMARK(BM_ScrapeOpenMetrics1000Series)->Unit(benchmark::kMicrosecond);
 
-// The copy the OTLP exporter and the live page read from.
+// The copy the OTLP metric push, the demo's summary and tests read.
 void BM_Snapshot1000Series(benchmark::State& state) {
   const gm::Registry& registry = thousand_series();
   for (auto _ : state) {
