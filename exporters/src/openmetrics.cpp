@@ -189,12 +189,9 @@ class OpenMetricsWriter final : public ScrapeWriter<OpenMetricsWriter> {
     w_.put('\n');
   }
 
-  static void write_labels(std::string& block, const metrics::LabelPairs& labels) { write_label_block(block, labels); }
-  static void write_number(LineWriter& w, double v) { number(w, v); }
-  static void write_histogram(LineWriter& w, std::string_view name, const metrics::HistogramValue& h,
-                              std::string_view labels, std::string_view bucket, const std::vector<std::string>& le) {
-    histogram_lines(w, name, h, labels, bucket, le);
-  }
+  static constexpr auto write_labels = write_label_block;
+  static constexpr auto write_number = number;
+  static constexpr auto write_histogram = histogram_lines;
   static std::string_view sample_suffix(metrics::MetricType t) {
     return t == metrics::MetricType::counter ? "_total" : "";
   }

@@ -18,7 +18,8 @@
 
 namespace glassbox::exporters::detail {
 
-/// `Format` (the writer deriving from it) provides, as static functions:
+/// `Format` (the writer deriving from it) provides, as static members that
+/// can be called (functions, or constexpr pointers to the format's own):
 /// write_labels(std::string&, const LabelPairs&) (`{k="v",...` left open),
 /// write_number(LineWriter&, double), write_histogram(LineWriter&, name,
 /// const HistogramValue&, labels, bucket line start, le endings) and

@@ -20,22 +20,18 @@ NodeTask NodeTask::run(std::shared_ptr<GraphTask> g, std::shared_ptr<Node> node,
   return t;
 }
 
-void ReadyQueue::push(NodeTask task) {
-  // Only node tasks count: a wake-up may be left behind in a queue no one pops again.
-  if (task.kind == NodeTask::Kind::run) metrics_.queue_depth.add(1);
-  {
-    std::lock_guard lock(mu_);
-    heap_.push_back(std::move(task));
-    std::push_heap(heap_.begin(), heap_.end(), runs_after);
-    size_.store(heap_.size(), std::memory_order_relaxed);
-  }
-  cv_.notify_one();
-}
+void ReadyQueue::push(NodeTask task) { insert({&task, 1}); }
 
 void ReadyQueue::push_all(std::vector<NodeTask>& tasks) {
-  auto runs =
+  insert(tasks);
+  tasks.clear();
+}
+
+void ReadyQueue::insert(std::span<NodeTask> tasks) {
+  // Only node tasks count: a wake-up may be left behind in a queue no one pops again.
+  const auto runs =
       std::count_if(tasks.begin(), tasks.end(), [](const NodeTask& t) { return t.kind == NodeTask::Kind::run; });
-  metrics_.queue_depth.add(runs);
+  if (runs != 0) metrics_.queue_depth.add(runs);
   {
     std::lock_guard lock(mu_);
     for (NodeTask& t : tasks) {
@@ -44,7 +40,6 @@ void ReadyQueue::push_all(std::vector<NodeTask>& tasks) {
     }
     size_.store(heap_.size(), std::memory_order_relaxed);
   }
-  tasks.clear();
   cv_.notify_one();
 }
 

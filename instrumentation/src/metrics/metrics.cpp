@@ -290,10 +290,8 @@ void Registry::visit(SeriesVisitor& visitor) const {
   }
   std::lock_guard lock(mu_);
   auto threads = detail::lock_threads();
-  VisitShape shape{families_.size(), 0, 0};
-  for (const auto& [name, fam] : families_) {
-    (fam->type() == MetricType::histogram ? shape.histogram_series : shape.series) += fam->size();
-  }
+  VisitShape shape;
+  for (const auto& [name, fam] : families_) shape.add(fam->type(), fam->size());
   visitor.begin(shape);
   for (const auto& [name, fam] : families_) fam->visit_locked(visitor);
 }
@@ -324,10 +322,8 @@ Snapshot Registry::snapshot() const {
 }
 
 void visit(const Snapshot& snapshot, SeriesVisitor& visitor) {
-  VisitShape shape{snapshot.size(), 0, 0};
-  for (const FamilySnapshot& f : snapshot) {
-    (f.type == MetricType::histogram ? shape.histogram_series : shape.series) += f.series.size();
-  }
+  VisitShape shape;
+  for (const FamilySnapshot& f : snapshot) shape.add(f.type, f.series.size());
   visitor.begin(shape);
   for (const FamilySnapshot& f : snapshot) {
     visitor.family({f.name, f.help, f.type, f.series.size()});

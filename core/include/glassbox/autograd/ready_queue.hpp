@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "glassbox/autograd/engine_metrics.hpp"
@@ -57,6 +58,9 @@ class ReadyQueue {
   bool looks_empty() const noexcept { return size_.load(std::memory_order_relaxed) == 0; }
 
  private:
+  // Moves `tasks` in under one lock and wakes one waiter.
+  void insert(std::span<NodeTask> tasks);
+
   DeviceMetrics metrics_;
   std::mutex mu_;
   std::condition_variable cv_;

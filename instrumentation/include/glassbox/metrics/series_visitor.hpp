@@ -25,6 +25,12 @@ struct VisitShape {
   std::size_t families = 0;
   std::size_t series = 0;            ///< series of counters and gauges
   std::size_t histogram_series = 0;  ///< series of histograms
+
+  /// Counts a family of `type` with `n` series.
+  void add(MetricType type, std::size_t n) noexcept {
+    ++families;
+    (type == MetricType::histogram ? histogram_series : series) += n;
+  }
 };
 
 /// Registry::visit() calls begin() once, then family() for every family in
