@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -329,6 +331,44 @@ TEST_F(GpuAutograd, HostReadsOfDeviceMemoryFailClearly) {
   }
   EXPECT_EQ(ga::sum(x).item(), 6.0F) << "item() copies";
   EXPECT_THROW(Tensor::zeros(Shape{2}, gcu::cuda_device_count()), glassbox::Error);
+}
+
+// nll_loss checks its targets on the host, so a target out of range on the
+// device was changed on the way there (as a block of pinned staging reused
+// too early would): the kernels stop with a device-side assert instead of
+// reading (forward) or writing (backward) outside the row. The context is
+// lost after it, so each case runs in a child process of its own. Without
+// the check, the loss reads at 1 << 20 classes past the row and the run
+// ends otherwise or not at all, and the expected message does not come.
+void run_nll_with_target(bool backward, std::int64_t target) {
+  try {
+    gcu::CudaDeviceKernels& k = gcu::cuda_device_kernels();
+    constexpr std::size_t kRows = 2, kCols = 3;
+    float* lp = k.allocate(0, kRows * kCols);
+    float* out = k.allocate(0, kRows * kCols);
+    k.fill(0, lp, kRows * kCols, -1.0F);
+    const std::int64_t targets[kRows] = {0, target};
+    if (backward) {
+      k.nll_loss_backward(0, lp, targets, out, kRows, kCols);
+    } else {
+      k.nll_loss(0, lp, targets, out, kRows, kCols);
+    }
+    float host[kRows * kCols];
+    k.copy_to_host(0, out, host, kRows * kCols);  // waits for the kernel
+    std::fprintf(stderr, "no error\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+  }
+  std::abort();
+}
+
+using GpuAutogradDeathTest = GpuAutograd;
+
+TEST_F(GpuAutogradDeathTest, ATargetChangedOnItsWayToTheDeviceStopsTheLossWithADeviceAssert) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(run_nll_with_target(false, 1 << 20), "device-side assert triggered");
+  EXPECT_DEATH(run_nll_with_target(true, -1), "device-side assert triggered");
+  EXPECT_DEATH(run_nll_with_target(false, 2), "no error") << "an in-range target runs";
 }
 
 }  // namespace

@@ -3,6 +3,11 @@
 // grid-stride elementwise loops, one block per reduction, one thread per row.
 #include "tensor_kernels.hpp"
 
+// The kernels' asserts stay in release builds, as PyTorch's device asserts:
+// each guards an access that would otherwise land outside its tensor.
+#undef NDEBUG
+#include <cassert>
+
 namespace glassbox::autograd::cuda_kernels {
 
 namespace {
@@ -135,10 +140,19 @@ __global__ void log_softmax_backward_kernel(const float* g, const float* y, floa
   for (std::size_t j = 0; j < cols; ++j) out[i * cols + j] = g[i * cols + j] - expf(y[i * cols + j]) * gsum;
 }
 
+// nll_loss checked every target on the host before it uploaded them: one out
+// of range here was changed on its way to the device. Stop with a device-side
+// assert (cudaErrorAssert, and the driver prints this line) instead of
+// reading or writing outside the row.
+__device__ std::size_t checked_target(std::int64_t t, std::size_t cols) {
+  assert(t >= 0 && static_cast<std::size_t>(t) < cols && "target changed after the host checked it");
+  return static_cast<std::size_t>(t);
+}
+
 __global__ void nll_loss_kernel(const float* lp, const std::int64_t* targets, float* out, std::size_t rows,
                                 std::size_t cols) {
   double s = 0.0;
-  for (std::size_t i = threadIdx.x; i < rows; i += kThreads) s -= lp[i * cols + std::size_t(targets[i])];
+  for (std::size_t i = threadIdx.x; i < rows; i += kThreads) s -= lp[i * cols + checked_target(targets[i], cols)];
   s = block_sum(s);
   if (threadIdx.x == 0) out[0] = float(s / double(rows));
 }
@@ -146,7 +160,7 @@ __global__ void nll_loss_kernel(const float* lp, const std::int64_t* targets, fl
 __global__ void nll_loss_scatter_kernel(const float* g, const std::int64_t* targets, float* out, std::size_t rows,
                                         std::size_t cols) {
   std::size_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < rows) out[i * cols + std::size_t(targets[i])] = -g[0] / float(rows);
+  if (i < rows) out[i * cols + checked_target(targets[i], cols)] = -g[0] / float(rows);
 }
 
 }  // namespace
