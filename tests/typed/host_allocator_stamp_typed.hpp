@@ -11,6 +11,9 @@
 // that reader sees a foreign stamp. The odd threads promise their streams
 // outlive the allocator, so their blocks' events are deferred and shared.
 //
+// A second case stages as the demo does: fresh threads each round, one
+// shared long-lived stream (below).
+//
 // Instantiated with the host traits of tests/support/sim_backend_traits.hpp
 // and tests/gpu/cuda_backend_traits.hpp (the reader is a host task: a
 // SimStream item, or cudaLaunchHostFunc, which runs in stream order).
@@ -112,6 +115,63 @@ TYPED_TEST_P(HostAllocatorStampTyped, EveryReaderSeesItsOwnStampUnderEightThread
   EXPECT_GT(allocator.stats().classes.size(), 0u);
 }
 
-REGISTER_TYPED_TEST_SUITE_P(HostAllocatorStampTyped, EveryReaderSeesItsOwnStampUnderEightThreads);
+// The demo's pattern: each round, fresh threads stage small blocks on one
+// stream that every thread shares and that is promised to outlive the
+// allocator, so the blocks' events are deferred, grouped across threads,
+// and the threads exit with groups still open (their shards and caches left
+// to others). Each round's readers wait behind a gate that opens only two
+// rounds later, after two more rounds of fresh threads allocated and stamped
+// blocks of the same classes: a block reused before the event that covers
+// its reader completed shows its reader a foreign stamp.
+TYPED_TEST_P(HostAllocatorStampTyped, EveryReaderSeesItsOwnStampWhenFreshThreadsShareOneStream) {
+  using Stream = typename TypeParam::Stream;
+  using Gate = typename TypeParam::Gate;
+  constexpr int kRounds = 12, kThreads = 4, kPerThread = 6;
+  constexpr std::size_t kSizes[] = {64, 8192};
+  constexpr std::size_t kLag = 2;  // rounds a gate stays closed
+
+  Stream s;  // before the allocator: it outlives it, as promised
+  host_allocator::HostAllocatorOptions o;
+  o.config = host_allocator::HostAllocatorConfig::parse("");
+  o.registry = &this->registry;
+  auto backend = TypeParam::make_backend(o.config);
+  host_allocator::CachingHostAllocator allocator(backend, o);
+  std::atomic<int> ran{0}, wrong{0};
+
+  auto stage = [&](int round, int t) {
+    for (int i = 0; i < kPerThread; ++i) {
+      const std::size_t size = kSizes[static_cast<std::size_t>(i) % std::size(kSizes)];
+      auto a = allocator.allocate(size);
+      const std::uint64_t value = (std::uint64_t(round) << 40) | (std::uint64_t(t) << 20) | std::uint64_t(i);
+      stamp_detail::stamp(a.ptr, size, value);
+      TypeParam::host_task(s, [&, ptr = a.ptr, size, value] {
+        if (!stamp_detail::holds(ptr, size, value)) wrong.fetch_add(1);
+        ran.fetch_add(1);
+      });
+      allocator.record_stream(a.ptr, a.ctx, s.id(), host_allocator::StreamLife::outlives_allocator);
+      allocator.free(a.ctx);
+    }
+  };
+  std::deque<std::unique_ptr<Gate>> closed;
+  for (int round = 0; round < kRounds; ++round) {
+    closed.push_back(std::make_unique<Gate>(s.native()));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) threads.emplace_back(stage, round, t);
+    for (auto& th : threads) th.join();
+    if (closed.size() > kLag) {
+      closed.front()->open();
+      closed.pop_front();
+    }
+  }
+  for (auto& g : closed) g->open();
+  s.synchronize();
+  allocator.process_events();
+
+  EXPECT_EQ(ran.load(), kRounds * kThreads * kPerThread);
+  EXPECT_EQ(wrong.load(), 0) << "readers saw a block overwritten before their stream was done with it";
+}
+
+REGISTER_TYPED_TEST_SUITE_P(HostAllocatorStampTyped, EveryReaderSeesItsOwnStampUnderEightThreads,
+                            EveryReaderSeesItsOwnStampWhenFreshThreadsShareOneStream);
 
 }  // namespace glassbox::testing
