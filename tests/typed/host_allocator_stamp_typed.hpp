@@ -40,7 +40,24 @@ class HostAllocatorStampTyped : public ::testing::Test {
   void SetUp() override {
     if (std::string why = T::unavailable(); !why.empty()) GTEST_SKIP() << why;
   }
+
+  /// An allocator with the default config (thread caches on), on this test's registry.
+  std::unique_ptr<host_allocator::CachingHostAllocator> make_allocator() {
+    host_allocator::HostAllocatorOptions o;
+    o.config = host_allocator::HostAllocatorConfig::parse("");
+    o.registry = &registry;
+    return std::make_unique<host_allocator::CachingHostAllocator>(T::make_backend(o.config), o);
+  }
+
+  /// Takes a block of `size` from `a`, stamps it with `value` and queues on
+  /// `s` a reader that counts (ran, wrong) whether it still holds the stamp
+  /// when the stream gets there. The caller records and frees the block.
+  template <class Stream>
+  host_allocator::HostAllocation stamp_with_reader(host_allocator::CachingHostAllocator& a, Stream& s, std::size_t size,
+                                                   std::uint64_t value);
+
   metrics::Registry registry;
+  std::atomic<int> ran{0}, wrong{0};
 };
 
 TYPED_TEST_SUITE_P(HostAllocatorStampTyped);
@@ -60,6 +77,20 @@ inline bool holds(const void* ptr, std::size_t size, std::uint64_t value) {
 
 }  // namespace stamp_detail
 
+template <class T>
+template <class Stream>
+host_allocator::HostAllocation HostAllocatorStampTyped<T>::stamp_with_reader(host_allocator::CachingHostAllocator& a,
+                                                                             Stream& s, std::size_t size,
+                                                                             std::uint64_t value) {
+  auto block = a.allocate(size);
+  stamp_detail::stamp(block.ptr, size, value);
+  T::host_task(s, [this, ptr = block.ptr, size, value] {
+    if (!stamp_detail::holds(ptr, size, value)) wrong.fetch_add(1);
+    ran.fetch_add(1);
+  });
+  return block;
+}
+
 TYPED_TEST_P(HostAllocatorStampTyped, EveryReaderSeesItsOwnStampUnderEightThreads) {
   using Stream = typename TypeParam::Stream;
   using Gate = typename TypeParam::Gate;
@@ -73,26 +104,16 @@ TYPED_TEST_P(HostAllocatorStampTyped, EveryReaderSeesItsOwnStampUnderEightThread
   // Before the allocator: the odd threads' streams are promised to outlive it.
   std::vector<std::unique_ptr<Stream>> streams;
   for (int t = 0; t < kThreads; ++t) streams.push_back(std::make_unique<Stream>());
-  host_allocator::HostAllocatorOptions o;
-  o.config = host_allocator::HostAllocatorConfig::parse("");
-  o.registry = &this->registry;
-  auto backend = TypeParam::make_backend(o.config);
-  host_allocator::CachingHostAllocator allocator(backend, o);
-  std::atomic<int> ran{0}, wrong{0};
+  auto owned = this->make_allocator();
+  host_allocator::CachingHostAllocator& allocator = *owned;
 
   auto work = [&](int t) {
     Stream& s = *streams[t];
     std::deque<std::unique_ptr<Gate>> closed;
     for (int i = 0; i < kIterations; ++i) {
       const std::size_t size = kSizes[(t + i) % kLag];
-      auto a = allocator.allocate(size);
-      const std::uint64_t value = (std::uint64_t(t) << 32) | std::uint64_t(i);
-      stamp_detail::stamp(a.ptr, size, value);
       closed.push_back(std::make_unique<Gate>(s.native()));
-      TypeParam::host_task(s, [&, ptr = a.ptr, size, value] {
-        if (!stamp_detail::holds(ptr, size, value)) wrong.fetch_add(1);
-        ran.fetch_add(1);
-      });
+      auto a = this->stamp_with_reader(allocator, s, size, (std::uint64_t(t) << 32) | std::uint64_t(i));
       allocator.record_stream(
           a.ptr, a.ctx, s.id(),
           t % 2 == 1 ? host_allocator::StreamLife::outlives_allocator : host_allocator::StreamLife::unknown);
@@ -110,8 +131,8 @@ TYPED_TEST_P(HostAllocatorStampTyped, EveryReaderSeesItsOwnStampUnderEightThread
   for (auto& th : threads) th.join();
   allocator.process_events();
 
-  EXPECT_EQ(ran.load(), kThreads * kIterations);
-  EXPECT_EQ(wrong.load(), 0) << "readers saw a block overwritten before their stream was done with it";
+  EXPECT_EQ(this->ran.load(), kThreads * kIterations);
+  EXPECT_EQ(this->wrong.load(), 0) << "readers saw a block overwritten before their stream was done with it";
   EXPECT_GT(allocator.stats().classes.size(), 0u);
 }
 
@@ -131,23 +152,14 @@ TYPED_TEST_P(HostAllocatorStampTyped, EveryReaderSeesItsOwnStampWhenFreshThreads
   constexpr std::size_t kLag = 2;  // rounds a gate stays closed
 
   Stream s;  // before the allocator: it outlives it, as promised
-  host_allocator::HostAllocatorOptions o;
-  o.config = host_allocator::HostAllocatorConfig::parse("");
-  o.registry = &this->registry;
-  auto backend = TypeParam::make_backend(o.config);
-  host_allocator::CachingHostAllocator allocator(backend, o);
-  std::atomic<int> ran{0}, wrong{0};
+  auto owned = this->make_allocator();
+  host_allocator::CachingHostAllocator& allocator = *owned;
 
   auto stage = [&](int round, int t) {
     for (int i = 0; i < kPerThread; ++i) {
       const std::size_t size = kSizes[static_cast<std::size_t>(i) % std::size(kSizes)];
-      auto a = allocator.allocate(size);
       const std::uint64_t value = (std::uint64_t(round) << 40) | (std::uint64_t(t) << 20) | std::uint64_t(i);
-      stamp_detail::stamp(a.ptr, size, value);
-      TypeParam::host_task(s, [&, ptr = a.ptr, size, value] {
-        if (!stamp_detail::holds(ptr, size, value)) wrong.fetch_add(1);
-        ran.fetch_add(1);
-      });
+      auto a = this->stamp_with_reader(allocator, s, size, value);
       allocator.record_stream(a.ptr, a.ctx, s.id(), host_allocator::StreamLife::outlives_allocator);
       allocator.free(a.ctx);
     }
@@ -167,8 +179,8 @@ TYPED_TEST_P(HostAllocatorStampTyped, EveryReaderSeesItsOwnStampWhenFreshThreads
   s.synchronize();
   allocator.process_events();
 
-  EXPECT_EQ(ran.load(), kRounds * kThreads * kPerThread);
-  EXPECT_EQ(wrong.load(), 0) << "readers saw a block overwritten before their stream was done with it";
+  EXPECT_EQ(this->ran.load(), kRounds * kThreads * kPerThread);
+  EXPECT_EQ(this->wrong.load(), 0) << "readers saw a block overwritten before their stream was done with it";
 }
 
 REGISTER_TYPED_TEST_SUITE_P(HostAllocatorStampTyped, EveryReaderSeesItsOwnStampUnderEightThreads,
