@@ -350,7 +350,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // calling thread's cache, handed out under the cache's owner side alone,
   // writing only the thread's own lines. Null when anything else must come
   // first (a capture allocating to a private pool, no cache yet, an empty or
-  // uncredited slot): allocate_slow() does it all then. Events are polled
+  // uncredited slot): allocate_uncached() does it all then. Events are polled
   // only there: a thread with a block at hand pays no driver call for a
   // poll (the seed polls at every allocation), and its pending blocks are
   // reclaimed at its next miss, or by any thread before it makes a block.
@@ -368,7 +368,9 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
     bump(tc.requested_bytes, size);
     return b;
   }
-  [[gnu::noinline]] Block* allocate_slow(std::size_t size, std::uint32_t cls);
+  // allocate() but for a hit: size 0, too large (throws), or allocate_uncached().
+  [[gnu::noinline]] HostAllocation allocate_slow(std::size_t size);
+  Block* allocate_uncached(std::size_t size, std::uint32_t cls);
   // free()'s common case: into the calling thread's cache, when the block
   // may go there and its slot has room.
   bool keep_cached(ThreadCache& tc, Block* b) noexcept {

@@ -93,21 +93,28 @@ std::size_t CachingHostAllocator::round_size(std::size_t size) const {
   return size == 0 ? 0 : impl_->classes.size(impl_->classes.index(size));
 }
 
+// The cached pair's half: everything but a hit of the thread's cache is a
+// call away (a tail call), so that the hit needs no stack frame.
 HostAllocation CachingHostAllocator::allocate(std::size_t size) {
-  if (size == 0) return {};
   Impl& a = *impl_;
+  if (size - 1 < SizeClasses::kMaxRequest) [[likely]] {  // 1 <= size <= kMaxRequest
+    if (Block* b = a.take_cached(a.classes.index(size), size)) [[likely]]
+      return {b->ptr, b};
+  }
+  return a.allocate_slow(size);
+}
+
+HostAllocation CachingHostAllocator::Impl::allocate_slow(std::size_t size) {
+  if (size == 0) return {};
   if (size > SizeClasses::kMaxRequest) {
     throw ConfigError("glassbox host allocator: allocate(" + std::to_string(size) + ") exceeds the largest request, " +
                       std::to_string(SizeClasses::kMaxRequest) + " bytes");
   }
-  const std::uint32_t cls = a.classes.index(size);
-  if (Block* b = a.take_cached(cls, size)) [[likely]]
-    return {b->ptr, b};
-  Block* b = a.allocate_slow(size, cls);
+  Block* b = allocate_uncached(size, classes.index(size));
   return {b->ptr, b};
 }
 
-Block* CachingHostAllocator::Impl::allocate_slow(std::size_t size, std::uint32_t cls) {
+Block* CachingHostAllocator::Impl::allocate_uncached(std::size_t size, std::uint32_t cls) {
   BlockPool* pool = &default_pool;
   bool capturing = false;
   if (!captures_empty.load(std::memory_order_relaxed)) [[unlikely]] {

@@ -41,7 +41,7 @@ class BiasedLock {
   /// Owner thread only. False while a remote holds the lock: the owner then
   /// uses the shared path instead of waiting.
   bool owner_try_lock() noexcept {
-    if (asymmetric_fences()) {
+    if (asymmetric_) {
       owner_in_.store(true, std::memory_order_relaxed);
       std::atomic_signal_fence(std::memory_order_seq_cst);
     } else {
@@ -65,6 +65,9 @@ class BiasedLock {
   void remote_unlock() noexcept { remote_wants_.store(false, std::memory_order_release); }
 
  private:
+  // asymmetric_fences(), read once here: the owner's every entry would
+  // otherwise check the function-local static's guard first.
+  const bool asymmetric_ = asymmetric_fences();
   std::atomic<bool> owner_in_{false};
   std::atomic<bool> remote_wants_{false};
 };
