@@ -28,8 +28,7 @@ class LineWriter {
   void reserve(std::size_t n) { room(n); }
 
   [[gnu::always_inline]] void put(std::string_view s) {
-    if (s.empty()) return;  // data() may be null, which memcpy does not take
-    std::memcpy(room(s.size()), s.data(), s.size());
+    copy(room(s.size()), s.data(), s.size());
     at_ += s.size();
   }
   [[gnu::always_inline]] void put(char c) {
@@ -44,6 +43,34 @@ class LineWriter {
   void put_finite(double v) { at_ = end_offset(sixteen_digits(room(32), v)); }
 
  private:
+  // Most pieces are a name, a label block or a bucket's ending, 32 bytes or
+  // fewer: those are copied here by two overlapping moves of a fixed size
+  // (plain loads and stores), not by a call to memcpy, which was a tenth of
+  // a scrape. Longer ones go to memcpy. `n` may be 0 (`s` then may be null).
+  [[gnu::always_inline]] static void copy(char* d, const char* s, std::size_t n) {
+    if (n > 32) {
+      std::memcpy(d, s, n);
+    } else if (n >= 16) {
+      move_ends<16>(d, s, n);
+    } else if (n >= 8) {
+      move_ends<8>(d, s, n);
+    } else if (n >= 4) {
+      move_ends<4>(d, s, n);
+    } else if (n > 0) {
+      d[0] = s[0];
+      d[n / 2] = s[n / 2];
+      d[n - 1] = s[n - 1];
+    }
+  }
+  // The first and the last K bytes of n (K <= n <= 2K), both read before either is written.
+  template <std::size_t K>
+  [[gnu::always_inline]] static void move_ends(char* d, const char* s, std::size_t n) {
+    char head[K], tail[K];
+    std::memcpy(head, s, K);
+    std::memcpy(tail, s + n - K, K);
+    std::memcpy(d, head, K);
+    std::memcpy(d + n - K, tail, K);
+  }
   [[gnu::always_inline]] char* room(std::size_t n) {
     if (out_.size() - at_ < n) [[unlikely]]
       grow(n);

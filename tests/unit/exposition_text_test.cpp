@@ -166,3 +166,20 @@ TEST(ExpositionText, RunningOutOfRoomAnywhereInALineLosesNothing) {
     ASSERT_EQ(glassbox::exporters::detail::exposition_text(snap), reference_text(snap)) << "label length " << length;
   }
 }
+
+// Short pieces are copied by two overlapping moves each (line_writer.hpp): a
+// name and a label value of every length up to past the longest such copy,
+// no two neighbouring bytes alike, so that a byte from the wrong place shows.
+TEST(ExpositionText, PiecesOfEveryLengthAreCopiedWhole) {
+  const std::string alphabet = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_:";
+  auto text = [&](std::size_t length) {
+    std::string s;
+    for (std::size_t i = 0; i < length; ++i) s += alphabet[(i * 7) % alphabet.size()];
+    return s;
+  };
+  gm::Snapshot snap;
+  for (std::size_t length = 0; length < 80; ++length) {
+    snap.push_back({"m" + text(length), "h" + text(length), gm::MetricType::gauge, {series({{"k", text(length)}}, 1.5)}});
+  }
+  EXPECT_EQ(glassbox::exporters::detail::exposition_text(snap), reference_text(snap));
+}
