@@ -179,7 +179,8 @@ TEST(ExpositionText, PiecesOfEveryLengthAreCopiedWhole) {
   };
   gm::Snapshot snap;
   for (std::size_t length = 0; length < 80; ++length) {
-    snap.push_back({"m" + text(length), "h" + text(length), gm::MetricType::gauge, {series({{"k", text(length)}}, 1.5)}});
+    snap.push_back(
+        {"m" + text(length), "h" + text(length), gm::MetricType::gauge, {series({{"k", text(length)}}, 1.5)}});
   }
   EXPECT_EQ(glassbox::exporters::detail::exposition_text(snap), reference_text(snap));
 }
