@@ -55,26 +55,6 @@ void BM_NodeTimingInterval(benchmark::State& state) {
 }
 BENCHMARK(BM_NodeTimingInterval)->Arg(1)->Arg(16)->Arg(64)->Arg(1 << 30);
 
-// No library, no memory: what the host alone gives eight busy threads
-// against one (clocks drop as more cores run; the vCPUs share physical
-// cores and neighbours), each thread on a chain of dependent integer steps
-// in registers. No work scales better, so its 8-vs-1 ratio is the ceiling of
-// both sides' BM_ChainForwardBackwardThreads on that host. Items are steps.
-void BM_HostScalingCeiling(benchmark::State& state) {
-  constexpr int kSteps = 4096;
-  std::uint64_t x = 0x9E3779B97F4A7C15ULL;
-  for (auto _ : state) {
-    for (int i = 0; i < kSteps; ++i) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-    }
-    benchmark::DoNotOptimize(x);
-  }
-  state.SetItemsProcessed(state.iterations() * kSteps);
-}
-BENCHMARK(BM_HostScalingCeiling)->Threads(1)->Threads(2)->Threads(8)->UseRealTime();
-
 }  // namespace
 
 int main(int argc, char** argv) { return glassbox::bench::engine::run_benchmarks<Glassbox>(argc, argv); }

@@ -10,6 +10,7 @@
 // run on that thread only), which stays meaningful when other processes share
 // the cores. BM_ChainForwardBackwardThreads is throughput: every thread builds
 // and runs its own chain, items are nodes (one forward op and its backward).
+// BM_HostScalingReference uses no library: the host's own scaling, as a reference.
 //
 // A library is a type with:
 //   using Tensor = ...;                          // t * float and t + t
@@ -92,6 +93,28 @@ void chain_forward_backward(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 
+// No library, no memory: what eight threads of work in registers get
+// against one on the host (clocks as more cores run, vCPUs sharing physical
+// cores with neighbours), each thread on a chain of dependent integer steps.
+// A reference for BM_ChainForwardBackwardThreads' 8-vs-1 ratio, not a bound
+// on it: work that touches memory can scale better or worse. Registered on
+// both sides, so that each side's process runs the same neighbours: on the
+// H100 host, a single-thread benchmark run after any 8-thread one in the same
+// process ran 30-50 % slower (bench/RESULTS.md). Items are steps.
+inline void host_scaling_reference(benchmark::State& state) {
+  constexpr int kSteps = 4096;
+  std::uint64_t x = 0x9E3779B97F4A7C15ULL;
+  for (auto _ : state) {
+    for (int i = 0; i < kSteps; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+    }
+    benchmark::DoNotOptimize(x);
+  }
+  state.SetItemsProcessed(state.iterations() * kSteps);
+}
+
 template <class Lib>
 void register_benchmarks() {
   using benchmark::RegisterBenchmark;
@@ -114,6 +137,11 @@ void register_benchmarks() {
       ->Threads(8)
       ->UseRealTime()
       ->Unit(benchmark::kMicrosecond);
+  RegisterBenchmark("BM_HostScalingReference", host_scaling_reference)
+      ->Threads(1)
+      ->Threads(2)
+      ->Threads(8)
+      ->UseRealTime();
 }
 
 /// The program's main: registers the benchmarks for Lib and runs those the
