@@ -99,8 +99,9 @@ void chain_forward_backward(benchmark::State& state) {
 // A reference for BM_ChainForwardBackwardThreads' 8-vs-1 ratio, not a bound
 // on it: work that touches memory can scale better or worse. Registered on
 // both sides, so that each side's process runs the same neighbours: on the
-// H100 host, a single-thread benchmark run after any 8-thread one in the same
-// process ran 30-50 % slower (bench/RESULTS.md). Items are steps.
+// H100 host, glassbox's single-thread benchmarks ran up to half again as
+// slow after an 8-thread one in the same process, this one included, and
+// PyTorch's did not (bench/RESULTS.md, session 16). Items are steps.
 inline void host_scaling_reference(benchmark::State& state) {
   constexpr int kSteps = 4096;
   std::uint64_t x = 0x9E3779B97F4A7C15ULL;
