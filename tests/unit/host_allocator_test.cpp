@@ -54,6 +54,32 @@ TEST(HostAllocator, SizesRoundUpToPowersOfTwo) {
   EXPECT_EQ(f.allocator->round_size(4097), 8192u);
 }
 
+// allocate() sends only sizes 1..kMaxRequest to the thread cache's fast
+// path; 0 and larger requests take the slow one, even on a thread whose cache
+// holds a block (pow2x4's class index is meaningless outside that range).
+TEST(HostAllocator, RequestsOutsideOneToTheLargestNeverReachTheThreadCache) {
+  for (const char* conf : {"", "size_classes:pow2x4"}) {
+    Fixture f(conf);
+    f.allocator->free(f.allocator->allocate(64).ctx);  // this thread's cache now holds a block
+    const gha::HostAllocation none = f.allocator->allocate(0);
+    EXPECT_EQ(none.ptr, nullptr) << conf;
+    EXPECT_EQ(none.ctx, nullptr) << conf;
+    for (std::size_t size : {gha::SizeClasses::kMaxRequest + 1, SIZE_MAX}) {
+      try {
+        f.allocator->allocate(size);
+        ADD_FAILURE() << conf << ": allocate(" << size << ") did not throw";
+      } catch (const glassbox::ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find(std::to_string(size)), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("largest request"), std::string::npos) << e.what();
+      }
+    }
+    const gha::HostAllocation again = f.allocator->allocate(64);  // the cached block, still there
+    EXPECT_NE(again.ptr, nullptr) << conf;
+    EXPECT_EQ(f.allocator->stats().allocations.allocated, 1) << conf << ": a second block was made";
+    f.allocator->free(again.ctx);
+  }
+}
+
 TEST(HostAllocator, Pow2x4WasteIsAtMost25Percent) {
   gha::SizeClasses c(gha::SizeClassPolicy::pow2x4);
   double worst = 0;
