@@ -6,7 +6,9 @@
 // run on the sim and on CUDA.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <sstream>
+#include <string>
 
 #include "glassbox/error.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
