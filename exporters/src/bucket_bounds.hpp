@@ -11,6 +11,9 @@
 
 namespace glassbox::exporters::detail {
 
+/// The most bytes an ending of bucket_le_endings() holds: `le="`, a bound and `"} `.
+inline constexpr std::size_t kLeRoom = 4 + kSixteenDigitsMax + 3;
+
 /// Per bucket, how its line's labels end: `le="0.25"} `, the finite bounds
 /// (a histogram accepts no other), then the implied `le="+Inf"} `.
 inline std::vector<std::string> bucket_le_endings(const std::vector<double>& bounds) {

@@ -6,8 +6,10 @@
 #include <string_view>
 #include <vector>
 
+#include "bucket_bounds.hpp"
 #include "line_writer.hpp"
 #include "scrape_writer.hpp"
+#include "sixteen_digits.hpp"
 
 namespace glassbox::exporters::detail {
 
@@ -17,10 +19,10 @@ namespace {
 // except that HELP text is escaped as the format says
 // (tests/unit/exposition_text_test.cpp).
 
-void number(LineWriter& w, double v) {
-  if (std::isnan(v)) return w.put("Nan");
-  if (std::isinf(v)) return w.put(v < 0 ? "-Inf" : "+Inf");
-  w.put_finite(v);
+char* number(char* d, double v) {
+  if (std::isnan(v)) return put_piece(d, "Nan");
+  if (std::isinf(v)) return put_piece(d, v < 0 ? "-Inf" : "+Inf");
+  return sixteen_digits(d, v);
 }
 
 // Label values escape backslash, quote and newline; help text backslash and newline.
@@ -60,20 +62,21 @@ void label_block(std::string& block, const metrics::LabelPairs& labels) {
 
 void histogram_lines(LineWriter& w, std::string_view name, const metrics::HistogramValue& h, std::string_view labels,
                      std::string_view bucket, const std::vector<std::string>& le) {
-  sample_start(w, name, "_count", labels);
-  w.put(h.count);
-  w.put('\n');
-  sample_start(w, name, "_sum", labels);
-  number(w, h.sum);
-  w.put('\n');
+  // Room for every line at once: a bucket line is its start, an ending of
+  // at most kLeRoom and a count.
+  char* p =
+      w.line(2 * sample_room(name, "_count", labels) + h.buckets.size() * (bucket.size() + kLeRoom + kCountRoom + 1));
+  p = put_count(sample_start(p, name, "_count", labels), h.count);
+  *p++ = '\n';
+  p = number(sample_start(p, name, "_sum", labels), h.sum);
+  *p++ = '\n';
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < h.buckets.size(); ++i) {
     cumulative += h.buckets[i];
-    w.put(bucket);
-    w.put(le[i]);
-    w.put(cumulative);
-    w.put('\n');
+    p = put_count(put_piece(put_piece(p, bucket), le[i]), cumulative);
+    *p++ = '\n';
   }
+  w.end_line(p);
 }
 
 std::string_view type_name(metrics::MetricType t) {

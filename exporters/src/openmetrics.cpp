@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "bucket_bounds.hpp"
 #include "glassbox/exporters/detail/http_request_head.hpp"
 #include "line_writer.hpp"
 #include "scrape_writer.hpp"
+#include "sixteen_digits.hpp"
 
 namespace glassbox::exporters::detail {
 
@@ -111,10 +113,10 @@ std::size_t characters(std::string_view s) {
 
 // 16 significant digits, as the 0.0.4 text writes them (sixteen_digits.hpp),
 // with OpenMetrics' spelling of NaN.
-void number(LineWriter& w, double v) {
-  if (std::isnan(v)) return w.put("NaN");
-  if (std::isinf(v)) return w.put(v > 0 ? "+Inf" : "-Inf");
-  w.put_finite(v);
+char* number(char* d, double v) {
+  if (std::isnan(v)) return put_piece(d, "NaN");
+  if (std::isinf(v)) return put_piece(d, v > 0 ? "+Inf" : "-Inf");
+  return sixteen_digits(d, v);
 }
 
 // `{k="v",...` without the closing brace, or empty when there are no labels.
@@ -140,7 +142,7 @@ void write_exemplar(LineWriter& w, const metrics::Exemplar& e) {
   w.put(block.empty() ? std::string_view("{}") : std::string_view(block));
   if (!block.empty()) w.put('}');
   w.put(' ');
-  number(w, e.value);
+  w.end_line(number(w.line(kNumberRoom), e.value));
   if (!std::isfinite(e.timestamp)) return;  // optional, and OpenMetrics has no NaN or Inf time
   char buffer[400];                         // room for any double in fixed notation (309 digits before the point)
   auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, e.timestamp, std::chars_format::fixed, 3);
@@ -153,18 +155,22 @@ void histogram_lines(LineWriter& w, std::string_view name, const metrics::Histog
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < h.buckets.size(); ++i) {
     cumulative += h.buckets[i];
-    w.put(bucket);
-    w.put(le[i]);
-    w.put(cumulative);
-    if (i < h.exemplars.size() && h.exemplars[i]) write_exemplar(w, *h.exemplars[i]);
-    w.put('\n');
+    char* p = w.line(bucket.size() + kLeRoom + kCountRoom + 1);
+    p = put_count(put_piece(put_piece(p, bucket), le[i]), cumulative);
+    if (i < h.exemplars.size() && h.exemplars[i]) {
+      w.end_line(p);
+      write_exemplar(w, *h.exemplars[i]);
+      p = w.line(1);
+    }
+    *p++ = '\n';
+    w.end_line(p);
   }
-  sample_start(w, name, "_count", labels);
-  w.put(h.count);
-  w.put('\n');
-  sample_start(w, name, "_sum", labels);
-  number(w, h.sum);
-  w.put('\n');
+  char* p = w.line(2 * sample_room(name, "_count", labels));
+  p = put_count(sample_start(p, name, "_count", labels), h.count);
+  *p++ = '\n';
+  p = number(sample_start(p, name, "_sum", labels), h.sum);
+  *p++ = '\n';
+  w.end_line(p);
 }
 
 class OpenMetricsWriter final : public ScrapeWriter<OpenMetricsWriter> {

@@ -21,8 +21,9 @@ namespace glassbox::exporters::detail {
 /// `Format` (the writer deriving from it) provides, as static members that
 /// can be called (functions, or constexpr pointers to the format's own):
 /// write_labels(std::string&, const LabelPairs&) (`{k="v",...` left open),
-/// write_number(LineWriter&, double), write_histogram(LineWriter&, name,
-/// const HistogramValue&, labels, bucket line start, le endings) and
+/// write_number(char*, double) (at most kNumberRoom bytes; returns the end),
+/// write_histogram(LineWriter&, name, const HistogramValue&, labels, bucket
+/// line start, le endings) and
 /// sample_suffix(MetricType) (what follows the name on a counter's or
 /// gauge's line); and family(), its header lines, which calls start_family().
 template <class Format>
@@ -46,9 +47,11 @@ class ScrapeWriter : public metrics::SeriesVisitor {
                               le(s.histogram));
       return;
     }
-    sample_start(w_, family_.name, Format::sample_suffix(family_.type), labels);
-    Format::write_number(w_, s.value);
-    w_.put('\n');
+    const std::string_view suffix = Format::sample_suffix(family_.type);
+    char* p = w_.line(sample_room(family_.name, suffix, labels));
+    p = Format::write_number(sample_start(p, family_.name, suffix, labels), s.value);
+    *p++ = '\n';
+    w_.end_line(p);
   }
 
  protected:

@@ -4,9 +4,14 @@
 // either format.
 #include <charconv>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 namespace glassbox::exporters::detail {
+
+/// The most characters sixteen_digits() writes: a sign, 16 digits, the point
+/// and `e-308`.
+inline constexpr std::size_t kSixteenDigitsMax = 23;
 
 /// Writes finite `v` at `first` (room for 32 characters) and returns the end.
 /// Most values are whole (counts, bytes): those take the integer path, which

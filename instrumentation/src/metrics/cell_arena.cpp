@@ -1,5 +1,6 @@
 #include "glassbox/metrics/cell_arena.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -189,6 +190,23 @@ std::uint64_t sum_u64(CellId id) {
   std::uint64_t total = a.retired[id];
   for (const ThreadCells* tc : a.threads) total += live_bits(*tc, id);
   return total;
+}
+
+void sum_u64_range(CellId first, std::size_t count, std::uint64_t* out) {
+  Arena& a = arena();
+  std::copy_n(a.retired.begin() + first, count, out);
+  for (const ThreadCells* tc : a.threads) {
+    // The range may cross from one chunk into the next.
+    for (std::size_t done = 0; done < count;) {
+      const std::size_t id = first + done;
+      const std::size_t n = std::min(count - done, kChunkCells - id % kChunkCells);
+      if (const Chunk* chunk = tc->chunks[id / kChunkCells].load(std::memory_order_acquire)) {
+        for (std::size_t i = 0; i < n; ++i)
+          out[done + i] += chunk->cells[id % kChunkCells + i].load(std::memory_order_relaxed);
+      }
+      done += n;
+    }
+  }
 }
 
 double sum_f64(CellId id) {

@@ -118,10 +118,11 @@ void Histogram::read_locked(SeriesSnapshot& out) const {
   const std::size_t buckets = bounds_->size() + 1;
   v.buckets.resize(buckets);
   v.exemplars.clear();
+  detail::sum_u64_range(first_cell_, buckets, v.buckets.data());
   v.count = 0;
   for (std::size_t i = 0; i < buckets; ++i) {
-    v.buckets[i] = detail::sum_u64(first_cell_ + static_cast<detail::CellId>(i));
     v.count += v.buckets[i];
+    if (!exemplars_[i].recorded()) continue;
     std::optional<Exemplar> e = exemplars_[i].read();
     if (!e) continue;
     // Most histograms have none (no sampled span observed them): no vector.

@@ -48,6 +48,9 @@ inline constexpr std::uint64_t kEpochWriting = ~std::uint64_t{0};
 
 /// Sum of a cell over all threads, live and exited. Call under lock_threads().
 std::uint64_t sum_u64(CellId id);
+/// The sums of cells `first` .. `first + count - 1` into `out`, each thread's
+/// cells read in one pass (a histogram's buckets). Call under lock_threads().
+void sum_u64_range(CellId first, std::size_t count, std::uint64_t* out);
 double sum_f64(CellId id);
 /// Sum of the deltas of pair `id` that belong to `epoch`. Call under lock_threads().
 double sum_epoch_deltas(CellId id, std::uint64_t epoch);

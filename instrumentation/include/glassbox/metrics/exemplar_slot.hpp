@@ -25,6 +25,9 @@ class ExemplarSlot {
   /// The latest exemplar, labelled trace_id and span_id in hex; nullopt when
   /// none was recorded yet.
   std::optional<Exemplar> read() const;
+  /// Whether an exemplar was ever recorded: most slots never get one, and a
+  /// scrape asks here before it calls read().
+  bool recorded() const noexcept { return seq_.load(std::memory_order_acquire) != 0; }
 
  private:
   std::atomic<std::uint64_t> seq_{0};  // odd while a writer is in; 0 until the first write
