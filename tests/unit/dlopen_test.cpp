@@ -6,14 +6,22 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <string>
 #include <thread>
 
 namespace {
 
 using ModuleRun = int (*)();
 
+// The module, in ../lib beside this executable's folder.
+std::string module_path() {
+  namespace fs = std::filesystem;
+  return (fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "lib" / GLASSBOX_DLOPEN_MODULE).string();
+}
+
 TEST(Dlopen, ALibraryHoldingGlassboxLoadsAndRunsOnEveryThread) {
-  void* module = dlopen(GLASSBOX_DLOPEN_MODULE, RTLD_NOW | RTLD_LOCAL);
+  void* module = dlopen(module_path().c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(module, nullptr) << dlerror();
   auto run = reinterpret_cast<ModuleRun>(dlsym(module, "glassbox_dlopen_module_run"));
   ASSERT_NE(run, nullptr) << dlerror();
