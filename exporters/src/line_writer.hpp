@@ -57,8 +57,9 @@ template <std::size_t K>
   return d + s.size();
 }
 
-/// The most bytes put_count() and a format's number writer write.
+/// The most bytes put_count() writes (2^64 - 1 has 20 digits).
 inline constexpr std::size_t kCountRoom = 20;
+/// The most bytes a format's number writer may write (sixteen_digits.hpp, or NaN and infinities).
 inline constexpr std::size_t kNumberRoom = 32;
 
 /// Writes `v` in decimal at `d` (room for kCountRoom); returns the end.
