@@ -1,7 +1,6 @@
 // A shared library holding glassbox, for dlopen_test.cpp, as glassbox_torch's
 // Python module holds it when `import glassbox_torch` loads it. Runs the hot
-// paths that read glassbox's thread_locals (cmake/GlassboxWarnings.cmake: TLS
-// descriptors) on the calling thread.
+// paths that read glassbox's thread_locals on the calling thread.
 #include <memory>
 
 #include "glassbox/host_allocator/caching_host_allocator.hpp"

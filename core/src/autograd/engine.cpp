@@ -84,8 +84,8 @@ class LocalTasks {
   std::optional<NodeTask> sole_;
   std::vector<NodeTask> heap_;
 };
-// It has a destructor, so each use checks that this thread set it up:
-// callers look it up once per loop.
+// A thread_local in position-independent code costs a call to find: callers
+// look it up once per loop.
 thread_local LocalTasks tl_local;
 
 // Whether the node about to run on this thread is timed: every node under a

@@ -363,21 +363,16 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
     tc.lock.owner_unlock();
     if (b == nullptr) return nullptr;
     uncache(b);
-    mark_handed_out(b, size, false);
+    hand_out(b, size, false);
     bump(slot.hits, 1);
     bump(tc.requested_bytes, size);
     return b;
   }
-  // A hit's NVTX mark, when asked for (config.nvtx_mem_regions): a tail call
-  // from allocate(), so that a hit without it needs no stack frame.
-  [[gnu::noinline]] HostAllocation marked_hit(Block* b, std::size_t size);
   // allocate() but for a hit: size 0, too large (throws), or allocate_uncached().
   [[gnu::noinline]] HostAllocation allocate_slow(std::size_t size);
   Block* allocate_uncached(std::size_t size, std::uint32_t cls);
   // free()'s common case: into the calling thread's cache, when the block
   // may go there and its slot has room.
-  // kNoteCap false: the caller has seen that no cap is set (!capped()).
-  template <bool kNoteCap = true>
   bool keep_cached(ThreadCache& tc, Block* b) noexcept {
     if (b->pool != PoolId{} || b->size > ThreadCache::kMaxBlock || !tc.lock.owner_try_lock()) return false;
     auto& slot = tc.slots[b->cls];
@@ -388,7 +383,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
       slot.blocks[slot.count++] = b;  // earns a credit
       // Counted before unlocking: once unlocked, empty_cache() or a trim
       // may drain the slot and free the block.
-      if (kNoteCap && capped()) note_cached(b->size);
+      if (capped()) note_cached(b->size);
     }
     tc.lock.owner_unlock();
     return kept;
@@ -396,17 +391,13 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // No lock: the block is on no list, so only this caller can see it until
   // allocate() returns; record_stream and free come after, in its order.
   void hand_out(Block* b, std::size_t size, bool captured) noexcept {
-    mark_handed_out(b, size, captured);
-    if (config.nvtx_mem_regions) [[unlikely]]
-      backend->mark_requested(b->ptr, size, b->size);
-  }
-  // hand_out() but for the NVTX mark.
-  void mark_handed_out(Block* b, std::size_t size, bool captured) noexcept {
     b->use.store(Block::kHandedOut, std::memory_order_relaxed);
     b->owner.store(thread_token(), std::memory_order_relaxed);
     b->captured = captured;
     b->streams_outlive = true;
     b->requested.store(size, std::memory_order_relaxed);
+    if (config.nvtx_mem_regions) [[unlikely]]
+      backend->mark_requested(b->ptr, size, b->size);
   }
   Block* take_local(BlockPool& pool, std::uint32_t cls);
   bool cached_locally(BlockPool& pool, std::uint32_t cls);  // whether take_local would find one
@@ -448,23 +439,11 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // Moves the credits of `cls` from every cache into slack; caller holds the
   // caches and r.mu.
   void reclaim_credits(std::uint32_t cls, ClassRecord& r);
-  // free() after its count, `tc` the calling thread's cache or null: settles
-  // the race with record_stream, then the block goes behind events (used on
-  // streams), into `tc`, or to the shared lists. Every call it makes but
-  // free_with_streams() (a tail call) is on a noinline path, so that free()'s
-  // common case needs no stack frame.
-  [[gnu::always_inline]] inline void release(ThreadCache* tc, Block* b);
-  enum class Settled : std::uint8_t { kFree, kOnStreams, kSwitched };
-  [[gnu::noinline]] void release_uncommon(ThreadCache* tc, Block* b, Settled settled);
-  [[gnu::noinline]] void share(Block* b);  // to the shared lists of b's pool
-  // free() on a thread whose cache of this allocator is not found yet.
-  [[gnu::noinline]] void free_without_cache(Block* b);
   // free()'s side of the race with record_stream: clears b->use and says
-  // whether the block is on streams, or kSwitched when a record switched
-  // record_mode meanwhile (on_streams_after_switch() then says). An owner's
-  // free needs no read-modify-write while only owners have recorded.
-  inline Settled settle_free(Block* b);
-  bool on_streams_after_switch(Block* b);  // a free that met record_mode's switch
+  // whether the block is on streams. An owner's free needs no
+  // read-modify-write while only owners have recorded (record_mode).
+  inline bool settle_free(Block* b);
+  [[gnu::noinline]] bool on_streams_after_switch(Block* b);  // a free that met record_mode's switch
   // record_stream's side: a record on a block another thread allocated
   // switches record_mode to kShared for good (one heavy fence) before it
   // touches the block.

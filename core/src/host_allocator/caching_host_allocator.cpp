@@ -98,18 +98,10 @@ std::size_t CachingHostAllocator::round_size(std::size_t size) const {
 HostAllocation CachingHostAllocator::allocate(std::size_t size) {
   Impl& a = *impl_;
   if (size - 1 < SizeClasses::kMaxRequest) [[likely]] {  // 1 <= size <= kMaxRequest
-    if (Block* b = a.take_cached(a.classes.index(size), size)) [[likely]] {
-      if (a.config.nvtx_mem_regions) [[unlikely]]
-        return a.marked_hit(b, size);
+    if (Block* b = a.take_cached(a.classes.index(size), size)) [[likely]]
       return {b->ptr, b};
-    }
   }
   return a.allocate_slow(size);
-}
-
-HostAllocation CachingHostAllocator::Impl::marked_hit(Block* b, std::size_t size) {
-  backend->mark_requested(b->ptr, size, b->size);
-  return {b->ptr, b};
 }
 
 HostAllocation CachingHostAllocator::Impl::allocate_slow(std::size_t size) {
@@ -356,54 +348,27 @@ Block* CachingHostAllocator::Impl::create_block(std::size_t size, std::uint32_t 
   return b;
 }
 
-// The other half of the cached pair: a block this thread allocated, used on
-// no stream, into the thread's cache, with no stack frame (release()).
 void CachingHostAllocator::free(void* ctx) {
   if (ctx == nullptr) return;
   Impl& a = *impl_;
   auto* b = static_cast<Block*>(ctx);
-  if (tl_cache_owner != a.id) [[unlikely]]
-    return a.free_without_cache(b);
-  ThreadCache* tc = tl_cache;
-  bump(tc->slots[b->cls].freed, 1);
-  a.release(tc, b);
-}
-
-void CachingHostAllocator::Impl::free_without_cache(Block* b) {
-  ThreadCache* tc = find_local_cache();
+  ThreadCache* tc = a.local_cache();
   if (tc != nullptr) {
     bump(tc->slots[b->cls].freed, 1);
   } else {
-    class_counts(b->cls).freed.inc();
+    a.class_counts(b->cls).freed.inc();
   }
-  release(tc, b);
-}
-
-void CachingHostAllocator::Impl::release(ThreadCache* tc, Block* b) {
-  const Settled settled = settle_free(b);
-  if (settled != Settled::kFree || capped()) [[unlikely]]
-    return release_uncommon(tc, b, settled);
-  if (tc != nullptr && keep_cached<false>(*tc, b)) [[likely]]
+  if (a.settle_free(b)) return a.free_with_streams(b);
+  if (tc != nullptr && a.keep_cached(*tc, b)) [[likely]]
     return;
-  share(b);
+  a.push_central(a.pool_of(b), b);
 }
 
-// A free whose block was used on streams, met record_mode's switch, or
-// counts against a cap.
-void CachingHostAllocator::Impl::release_uncommon(ThreadCache* tc, Block* b, Settled settled) {
-  if (settled == Settled::kOnStreams || (settled == Settled::kSwitched && on_streams_after_switch(b)))
-    return free_with_streams(b);
-  if (tc != nullptr && keep_cached(*tc, b)) return;
-  share(b);
-}
-
-void CachingHostAllocator::Impl::share(Block* b) { push_central(pool_of(b), b); }
-
-CachingHostAllocator::Impl::Settled CachingHostAllocator::Impl::settle_free(Block* b) {
+bool CachingHostAllocator::Impl::settle_free(Block* b) {
   constexpr std::uint8_t on_streams = Block::kHandedOut | Block::kOnStreams;
   if (record_mode.load(std::memory_order_relaxed) != kOwnersOnly ||
       b->owner.load(std::memory_order_relaxed) != thread_token()) [[unlikely]] {
-    return b->use.exchange(0, std::memory_order_acq_rel) == on_streams ? Settled::kOnStreams : Settled::kFree;
+    return b->use.exchange(0, std::memory_order_acq_rel) == on_streams;
   }
   // Only owners have recorded, and this thread owns the block: no record can
   // race this free, unless one from another thread is switching the mode
@@ -414,8 +379,8 @@ CachingHostAllocator::Impl::Settled CachingHostAllocator::Impl::settle_free(Bloc
   b->use.store(0, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   if (record_mode.load(std::memory_order_relaxed) != kOwnersOnly) [[unlikely]]
-    return Settled::kSwitched;
-  return use == on_streams ? Settled::kOnStreams : Settled::kFree;
+    return on_streams_after_switch(b);
+  return use == on_streams;
 }
 
 bool CachingHostAllocator::Impl::on_streams_after_switch(Block* b) {
