@@ -56,23 +56,24 @@ TEST(Metrics, HistogramIsExactAfter16ThreadsObserveAMillionEach) {
 }
 
 // A scrape sums a histogram's buckets a thread at a time (sum_u64_range):
-// 301 buckets are more cells than a chunk holds, so they cross from one of a
-// thread's chunks into the next, and a live thread that touched only their
-// first bucket has no chunk at all for some of them. Two series, since one
-// could start exactly at a chunk's start (302 cells apart, at most one does).
+// 601 buckets cross from one of a thread's chunks (256 cells) into the next
+// twice or more, and a live thread that touched only the first bucket and
+// the sum (the cell after the last bucket) has no chunk at all for the
+// whole chunk between them. Two series, since one could start exactly at a
+// chunk's start (602 cells apart, at most one does).
 TEST(Metrics, HistogramsOfMoreBucketsThanAChunkSumEveryThreadsShare) {
   gm::Registry r;
   std::vector<double> bounds;
-  for (int i = 1; i <= 300; ++i) bounds.push_back(i);
+  for (int i = 1; i <= 600; ++i) bounds.push_back(i);
   auto& family = r.histogram("test_wide_seconds", "wide", {"n"}, bounds);
   const gm::Histogram series[] = {family.with({"0"}), family.with({"1"})};
   for (const gm::Histogram& h : series) {
     auto observe_each_bucket = [&](int times) {
-      for (int i = 0; i <= 300; ++i)
-        for (int k = 0; k < times; ++k) h.observe(i + 1);  // bucket i's bound is i + 1; 301 lands in +Inf
+      for (int i = 0; i <= 600; ++i)
+        for (int k = 0; k < times; ++k) h.observe(i + 1);  // bucket i's bound is i + 1; 601 lands in +Inf
     };
     run_threads(1, [&](int) { observe_each_bucket(7); });  // exited: its share is folded
-    for (int i = 0; i <= 300; ++i)
+    for (int i = 0; i <= 600; ++i)
       for (int k = 0; k <= i; ++k) h.observe(i + 1);  // this thread: i + 1 in bucket i
     std::mutex mu;
     std::condition_variable cv;
@@ -93,7 +94,7 @@ TEST(Metrics, HistogramsOfMoreBucketsThanAChunkSumEveryThreadsShare) {
       cv.notify_all();
     }
     live.join();
-    ASSERT_EQ(v.buckets.size(), 301u);
+    ASSERT_EQ(v.buckets.size(), 601u);
     for (std::size_t i = 0; i < v.buckets.size(); ++i)
       EXPECT_EQ(v.buckets[i], 7 + (i + 1) + (i == 0 ? 1000 : 0)) << "bucket " << i;
   }
