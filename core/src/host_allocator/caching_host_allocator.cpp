@@ -93,8 +93,11 @@ std::size_t CachingHostAllocator::round_size(std::size_t size) const {
   return size == 0 ? 0 : impl_->classes.size(impl_->classes.index(size));
 }
 
-// The cached pair's half: everything but a hit of the thread's cache is a
-// call away (a tail call), so that the hit needs no stack frame.
+// The cached pair's half: a hit of the thread's cache inline, everything
+// else one tail call away. (The hit still saves callee-saved registers: under
+// -fPIC each thread_local access is a call when registers are allocated;
+// ARCHITECTURE.md says why TLS descriptors, which would remove that, were
+// not kept.)
 HostAllocation CachingHostAllocator::allocate(std::size_t size) {
   Impl& a = *impl_;
   if (size - 1 < SizeClasses::kMaxRequest) [[likely]] {  // 1 <= size <= kMaxRequest
