@@ -202,6 +202,22 @@ TEST_F(EngineTest, ReadyNodesRunLatestCreatedFirst) {
   EXPECT_EQ(order, (std::vector<char>{'b', 'a'}));
 }
 
+// Five nodes become ready out of creation order, interleaved with the adds
+// that reach them: whatever the order of arrival, the latest created runs
+// first among those waiting.
+TEST_F(EngineTest, ReadyNodesRunLatestCreatedFirstWhateverTheirArrivalOrder) {
+  Tensor x = leaf1(1.0F);
+  std::vector<Tensor> n;
+  std::vector<char> order;
+  for (int i = 0; i < 5; ++i) {
+    n.push_back(x * static_cast<float>(i + 2));
+    n.back().grad_fn()->add_pre_hook([&order, i](TensorList&) { order.push_back(static_cast<char>('0' + i)); });
+  }
+  run_backward(n[3] + n[1] + n[4] + n[0] + n[2]);
+  EXPECT_EQ(order, (std::vector<char>{'4', '3', '2', '1', '0'}));
+  EXPECT_FLOAT_EQ(x.grad().item(), 2.0F + 3.0F + 4.0F + 5.0F + 6.0F);
+}
+
 TEST_F(EngineTest, FinalCallbacksRunAfterAllNodesOnTheCaller) {
   Tensor x = leaf1(1.0F);
   Tensor y = x * 3.0F;

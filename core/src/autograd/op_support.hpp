@@ -19,6 +19,15 @@ void check_same(const char* op, const Tensor& a, const Tensor& b);
 /// Throws glassbox::Error unless `t` has `ndim` dimensions.
 void check_ndim(const char* op, const Tensor& t, std::size_t ndim);
 
+/// `t` as the result of a node with one input slot and one next edge, in the
+/// list its gradient arrived in: such a node then allocates no list of its
+/// own (in a chain of them, that list was a third of the allocations).
+inline TensorList only_result(TensorList&& grads, Tensor t) {
+  if (grads.size() != 1) return {std::move(t)};  // a pre-hook may have resized it
+  grads[0] = std::move(t);
+  return std::move(grads);
+}
+
 /// Makes `out` (a fresh tensor) the next output of `node`.
 void set_history(const Tensor& out, const std::shared_ptr<Node>& node);
 

@@ -73,9 +73,9 @@ class MulScalarBackward final : public Node {
     Tensor& g = grads[0];
     if (math::exclusively_owned(g)) {  // reuse the buffer: chains pass one gradient along
       math::unary_in_place(UnaryOp::scale, g, factor_);
-      return {std::move(g)};
+      return detail::only_result(std::move(grads), std::move(g));
     }
-    return {math::unary(UnaryOp::scale, g, factor_)};
+    return detail::only_result(std::move(grads), math::unary(UnaryOp::scale, g, factor_));
   }
   const char* name() const noexcept override { return "MulScalarBackward"; }
 
@@ -90,7 +90,9 @@ class PointwiseBackward final : public Node {
  public:
   PointwiseBackward(int device, std::vector<Edge> edges, const Tensor& out, const char* name)
       : Node(device, std::move(edges)), out_(out), name_(name) {}
-  TensorList apply(TensorList&& grads) override { return {math::binary(Grad, grads[0], out_.unpack(name()))}; }
+  TensorList apply(TensorList&& grads) override {
+    return detail::only_result(std::move(grads), math::binary(Grad, grads[0], out_.unpack(name())));
+  }
   const char* name() const noexcept override { return name_; }
   void release_variables() override { out_.release(); }
 
@@ -124,7 +126,9 @@ Tensor copy_to(const Tensor& x, int device) {
 class ToBackward final : public Node {
  public:
   ToBackward(int device, std::vector<Edge> edges, int source) : Node(device, std::move(edges)), source_(source) {}
-  TensorList apply(TensorList&& grads) override { return {copy_to(grads[0], source_)}; }
+  TensorList apply(TensorList&& grads) override {
+    return detail::only_result(std::move(grads), copy_to(grads[0], source_));
+  }
   const char* name() const noexcept override { return "ToBackward"; }
 
  private:

@@ -12,7 +12,9 @@ class SumBackward final : public Node {
  public:
   SumBackward(int device, std::vector<Edge> edges, Shape shape, float scale, const char* name)
       : Node(device, std::move(edges)), shape_(shape), scale_(scale), name_(name) {}
-  TensorList apply(TensorList&& grads) override { return {math::broadcast(grads[0], scale_, shape_)}; }
+  TensorList apply(TensorList&& grads) override {
+    return detail::only_result(std::move(grads), math::broadcast(grads[0], scale_, shape_));
+  }
   const char* name() const noexcept override { return name_; }
 
  private:

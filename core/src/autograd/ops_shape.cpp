@@ -19,7 +19,9 @@ class ReshapeBackward final : public Node {
  public:
   ReshapeBackward(int device, std::vector<Edge> edges, Shape input_shape)
       : Node(device, std::move(edges)), input_shape_(input_shape) {}
-  TensorList apply(TensorList&& grads) override { return {view_as(grads[0], input_shape_)}; }
+  TensorList apply(TensorList&& grads) override {
+    return detail::only_result(std::move(grads), view_as(grads[0], input_shape_));
+  }
   const char* name() const noexcept override { return "ReshapeBackward"; }
 
  private:

@@ -70,10 +70,13 @@ class NodeMap {
 
   // The slot holding `key`, or the empty one where it would go.
   std::size_t probe(const Node* key) const {
-    // Nodes are heap objects: the low bits carry no information.
-    auto h = static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(key) >> 4) * 0x9E3779B97F4A7C15ULL);
+    // Fibonacci hashing: the product's top bits depend on every bit of the
+    // address. Its low bits depend only on the address's low bits, which
+    // nodes allocated at a regular stride share: taken as the slot, they put
+    // a fan-in's nodes on a few home slots in long probe runs.
+    auto h = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(key)) * 0x9E3779B97F4A7C15ULL;
     std::size_t mask = slots_.size() - 1;
-    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+    for (auto i = static_cast<std::size_t>(h >> (64 - std::countr_zero(slots_.size())));; i = (i + 1) & mask) {
       if (slots_[i].key == key || slots_[i].key == nullptr) return i;
     }
   }
