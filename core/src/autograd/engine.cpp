@@ -145,10 +145,10 @@ class CurrentTaskScope {
 };
 
 // The graph task of one execute: one of the calling thread's spares when it
-// has one, given back when the execute returns if no node task still holds
-// it (one that threw while its tasks ran is dropped instead). A nested
-// backward per checkpoint node would otherwise build and free a task and
-// its tables each time.
+// has one, given back when the execute returns (by then no node task points
+// at it, even when the execute throws: Impl::run). A nested backward per
+// checkpoint node would otherwise build and free a task and its tables each
+// time.
 class SpareGraphTask {
  public:
   SpareGraphTask(bool keep, bool accumulate, int depth, std::shared_ptr<ReadyQueue> queue, trace::SpanContext parent) {
@@ -158,7 +158,7 @@ class SpareGraphTask {
   }
   ~SpareGraphTask() {
     Spares& spares = tl_spares;
-    if (task_.use_count() != 1 || spares.count == spares.tasks.size()) return;
+    if (spares.count == spares.tasks.size()) return;
     task_->clear();
     spares.tasks[spares.count++] = std::move(task_);
   }
@@ -337,9 +337,7 @@ struct Engine::Impl {
 
   // Adds each gradient to the buffer of the node its edge leads to and queues
   // the nodes that have now received everything.
-  void route(const std::shared_ptr<GraphTask>& gp, const char* from, const std::vector<Edge>& edges,
-             TensorList&& grads) {
-    GraphTask& g = *gp;
+  void route(GraphTask& g, const char* from, const std::vector<Edge>& edges, TensorList&& grads) {
     std::lock_guard lock(g.mu);
     for (std::size_t i = 0; i < edges.size(); ++i) {
       const Edge& e = edges[i];
@@ -364,9 +362,9 @@ struct Engine::Impl {
       ReadyQueue& q = queue_for(g, fn->device());
       g.outstanding.fetch_add(1, std::memory_order_relaxed);
       if (&q == tl.queue.get()) {
-        tl_local.push(NodeTask::run(gp, e.function, std::move(buffer)));
+        tl_local.push(NodeTask::run(g, *e.function, std::move(buffer)));
       } else {
-        q.push(NodeTask::run(gp, e.function, std::move(buffer)));
+        q.push(NodeTask::run(g, *e.function, std::move(buffer)));
       }
     }
   }
@@ -383,8 +381,7 @@ struct Engine::Impl {
     return g.accumulate ? info->captures.empty() : info->needed;
   }
 
-  void evaluate(const std::shared_ptr<GraphTask>& gp, Node& node, TensorList grads) {
-    GraphTask& g = *gp;
+  void evaluate(GraphTask& g, Node& node, TensorList grads) {
     for (const Node::PreHook& hook : node.pre_hooks()) hook(grads);
     if (!capture(g, node, grads)) return;
     TensorList kept_for_hooks;
@@ -394,7 +391,7 @@ struct Engine::Impl {
     check_gradients(node.name(), node.next_edges(), results);
     if (!g.keep_graph) node.release_variables();
     for (const Node::PostHook& hook : node.post_hooks()) hook(results, kept_for_hooks);
-    route(gp, node.name(), node.next_edges(), std::move(results));
+    route(g, node.name(), node.next_edges(), std::move(results));
   }
 
   void process(NodeTask& t, const ReadyQueue& q) {
@@ -414,7 +411,7 @@ struct Engine::Impl {
       const bool timed = time_this_node(g.trace_parent.sampled, node_timing_interval);
       auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       try {
-        evaluate(t.graph_task, node, std::move(t.inputs).take());
+        evaluate(g, node, std::move(t.inputs).take());
       } catch (...) {
         g.record_error(node.name(), std::current_exception());
         if (span) span->set_status(trace::StatusCode::error, "backward failed");
@@ -426,14 +423,12 @@ struct Engine::Impl {
       q.metrics().nodes_executed.inc();
       if (span) g.nodes_run.fetch_add(1, std::memory_order_relaxed);  // only the sampled span reports it
     }
-    finish_one(std::move(t.graph_task), q);
+    finish_one(g, q);
   }
 
-  // Drops the task's reference first: once `outstanding` is 0, the owner
-  // reuses the graph task as soon as it holds the only reference.
-  static void finish_one(std::shared_ptr<GraphTask> task, const ReadyQueue& serving) {
-    GraphTask& g = *task;  // alive until `outstanding` is 0: the owner holds it
-    task.reset();
+  // Counts one of `g`'s node tasks finished. The owner may reuse or free `g`
+  // the moment the count reaches 0: nothing here touches it after.
+  static void finish_one(GraphTask& g, const ReadyQueue& serving) {
     if (g.cpu_queue.get() == &serving) {  // the owner serves this queue: it sees done() itself
       g.outstanding.fetch_sub(1, std::memory_order_acq_rel);
       return;
@@ -464,13 +459,20 @@ struct Engine::Impl {
     }
     tl_local.flush_into(*g->cpu_queue);  // the pool thread serves the queue from here
     std::promise<void> finished;
-    pool.submit([this, &g, &finished] {
-      {
-        ServingScope serving(g->cpu_queue, self);
-        run_until(g.get(), *g->cpu_queue);
-      }
-      finished.set_value();
-    });
+    try {
+      pool.submit([this, &g, &finished] {
+        {
+          ServingScope serving(g->cpu_queue, self);
+          run_until(g.get(), *g->cpu_queue);
+        }
+        finished.set_value();
+      });
+    } catch (...) {  // no thread to go on with: the queued tasks point at `g`, so they drain here, skipped
+      g->record_error("the reentrant pool", std::current_exception());
+      ServingScope serving(g->cpu_queue, self);
+      run_until(g.get(), *g->cpu_queue);
+      return;
+    }
     finished.get_future().wait();
   }
 
@@ -547,7 +549,14 @@ TensorList Engine::Impl::run(const std::vector<Edge>& roots, TensorList grads, b
     metrics.reentrant_depth_max.set_max(depth);
   }
 
-  route(g.ptr(), "the roots", roots, std::move(grads));
+  // Tasks queued for roots point at `g`: should routing fail part-way (a
+  // device whose worker cannot start), they still drain, skipped, before the
+  // error leaves with `g`.
+  try {
+    route(*g, "the roots", roots, std::move(grads));
+  } catch (...) {
+    g->record_error("the roots", std::current_exception());
+  }
   run_owner(g.ptr());
 
   std::exception_ptr error;

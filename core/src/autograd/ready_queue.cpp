@@ -10,12 +10,12 @@ bool runs_after(const NodeTask& a, const NodeTask& b) noexcept {
   return a.sequence_nr < b.sequence_nr;
 }
 
-NodeTask NodeTask::run(std::shared_ptr<GraphTask> g, std::shared_ptr<Node> node, InputBuffer inputs) {
+NodeTask NodeTask::run(GraphTask& g, Node& node, InputBuffer inputs) {
   NodeTask t;
-  t.depth = g->reentrant_depth;
-  t.sequence_nr = node->sequence_nr();
-  t.graph_task = std::move(g);
-  t.node = std::move(node);
+  t.depth = g.reentrant_depth;
+  t.sequence_nr = node.sequence_nr();
+  t.graph_task = &g;
+  t.node = &node;
   t.inputs = std::move(inputs);
   return t;
 }

@@ -59,6 +59,8 @@ class Engine {
   /// (undefined where none arrived). Without keep_graph, nodes free their
   /// saved tensors as they run. Throws BackwardError naming the first node
   /// that failed, glassbox::Error for bad arguments; the engine stays usable.
+  /// `roots` must stay as they are until it returns: through their edges
+  /// they keep the graph alive, which the running nodes do not.
   TensorList execute(const std::vector<Edge>& roots, TensorList grads, bool keep_graph,
                      const std::vector<Edge>& outputs = {});
 
