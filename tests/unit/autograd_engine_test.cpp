@@ -449,6 +449,27 @@ TEST_F(EngineTest, ThirtyTwoThreadsSharingLeavesAccumulateExactly) {
   for (float g : x.grad().data()) EXPECT_EQ(g, 3.0F * kThreads * kRounds);
 }
 
+// Branches on the CPU and on two devices all meet in one leaf: both device
+// workers route into the graph task while the caller does, so it must take
+// its lock (a CPU-only task takes none: under ThreadSanitizer this test
+// fails when every task is taken for CPU-only).
+TEST_F(EngineTest, DeviceWorkersAndTheCallerRouteIntoOneGraphTaskAtOnce) {
+  constexpr int kBranches = 300;
+  Tensor x = leaf1(1.0F);
+  Tensor acc;
+  float want = 0.0F;
+  for (int i = 0; i < kBranches; ++i) {
+    const int device = i % 3 - 1;  // the CPU, device 0, device 1
+    const float factor = static_cast<float>(i % 7 + 1);
+    Tensor branch = device == ga::kCpu ? x * factor : ga::to(ga::to(x, device) * factor, ga::kCpu);
+    acc = acc.defined() ? acc + branch : branch;
+    want += factor;
+  }
+  run_backward(acc);
+  EXPECT_FLOAT_EQ(x.grad().item(), want);
+  EXPECT_EQ(engine.device_threads(), 2U);
+}
+
 TEST_F(EngineTest, DeviceNodesRunOnOneWorkerPerDeviceAndCpuNodesOnTheCaller) {
   Tensor x = leaf({0.5F, 1.0F}, Shape{2});
   Tensor on0 = ga::tanh(ga::to(x, 0));

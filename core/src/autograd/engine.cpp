@@ -338,7 +338,8 @@ struct Engine::Impl {
   // Adds each gradient to the buffer of the node its edge leads to and queues
   // the nodes that have now received everything.
   void route(GraphTask& g, const char* from, const std::vector<Edge>& edges, TensorList&& grads) {
-    std::lock_guard lock(g.mu);
+    std::unique_lock lock(g.mu, std::defer_lock);
+    if (!g.serial) lock.lock();
     for (std::size_t i = 0; i < edges.size(); ++i) {
       const Edge& e = edges[i];
       if (!e.valid() || !should_run(g, e.function.get())) continue;
@@ -360,7 +361,7 @@ struct Engine::Impl {
       InputBuffer buffer = waiting && waiting->slots() != 0 ? std::move(*waiting) : InputBuffer(fn->num_inputs());
       buffer.add(e.input_nr, std::move(grads[i]));
       ReadyQueue& q = queue_for(g, fn->device());
-      g.outstanding.fetch_add(1, std::memory_order_relaxed);
+      g.count_queued();
       if (&q == tl.queue.get()) {
         tl_local.push(NodeTask::run(g, *e.function, std::move(buffer)));
       } else {
@@ -430,13 +431,13 @@ struct Engine::Impl {
   // the moment the count reaches 0: nothing here touches it after.
   static void finish_one(GraphTask& g, const ReadyQueue& serving) {
     if (g.cpu_queue.get() == &serving) {  // the owner serves this queue: it sees done() itself
-      g.outstanding.fetch_sub(1, std::memory_order_acq_rel);
+      g.count_finished();
       return;
     }
     // The owner waits on its own queue: wake it. A copy, since the owner may
     // return (and free its queue) the moment the count reaches 0.
     std::shared_ptr<ReadyQueue> owner = g.cpu_queue;
-    if (g.outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) owner->push(NodeTask::wake());
+    if (g.count_finished() == 0) owner->push(NodeTask::wake());
   }
 
   void run_until(const GraphTask* g, ReadyQueue& q) {
@@ -541,6 +542,7 @@ TensorList Engine::Impl::run(const std::vector<Edge>& roots, TensorList grads, b
   trace::Span span("glassbox.autograd.backward");
   SpareGraphTask g(keep_graph, accumulate, depth, std::move(queue), trace::current_context());
   std::uint64_t devices = compute_dependencies(*g, roots);
+  g->serial = devices == std::uint64_t{1} << (kCpu + 1);
   add_captures(*g, outputs);
   if (!accumulate) mark_needed(*g, roots);
   // The gauge's set_max reads every thread's cells: only a new deepest for this engine goes there.
