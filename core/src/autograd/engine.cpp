@@ -361,11 +361,16 @@ struct Engine::Impl {
       InputBuffer buffer = waiting && waiting->slots() != 0 ? std::move(*waiting) : InputBuffer(fn->num_inputs());
       buffer.add(e.input_nr, std::move(grads[i]));
       ReadyQueue& q = queue_for(g, fn->device());
-      g.count_queued();
-      if (&q == tl.queue.get()) {
-        tl_local.push(NodeTask::run(g, *e.function, std::move(buffer)));
-      } else {
-        q.push(NodeTask::run(g, *e.function, std::move(buffer)));
+      g.count_queued();  // before the push: another thread may run and finish the task at once
+      try {
+        if (&q == tl.queue.get()) {
+          tl_local.push(NodeTask::run(g, *e.function, std::move(buffer)));
+        } else {
+          q.push(NodeTask::run(g, *e.function, std::move(buffer)));
+        }
+      } catch (...) {  // out of memory: not queued, so not counted (the execute waits for the count)
+        g.count_finished();
+        throw;
       }
     }
   }
