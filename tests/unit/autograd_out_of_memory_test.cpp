@@ -80,8 +80,7 @@ Outcome backward_failing_at(ga::Engine& engine, long allocation) {
   try {
     ga::backward({acc, other}, {}, ga::BackwardOptions{false, &engine});
     outcome = Outcome::completed;
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   tl_allocations_left = -1;
   if (!chain_backward_is_right(engine)) return Outcome::next_one_wrong;
   return outcome;
