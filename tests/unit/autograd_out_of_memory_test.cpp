@@ -95,12 +95,13 @@ TEST(EngineOutOfMemory, ABackwardWhoseAllocationFailsEndsAndTheEngineRunsTheNext
     // A thread per backward: its first queuing allocates (see above).
     std::packaged_task<Outcome()> task([&] { return backward_failing_at(engine, allocation); });
     std::future<Outcome> outcome = task.get_future();
-    std::thread(std::move(task)).detach();
+    std::thread thread(std::move(task));
     if (outcome.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
       ADD_FAILURE() << "the backward hung after its allocation " << allocation << " failed";
       std::fflush(stdout);
       std::_Exit(1);  // the hung thread cannot be joined
     }
+    thread.join();
     const Outcome got = outcome.get();
     ASSERT_NE(got, Outcome::next_one_wrong) << "a backward after allocation " << allocation << " failed went wrong";
     (got == Outcome::completed ? completed : failed)++;
