@@ -1,7 +1,8 @@
 // A backward whose allocation fails, at each of its allocations in turn: it
 // ends (with the error, or unharmed where the failure was caught), never
-// hangs, and the engine runs the next backward. An executable of its own:
-// it replaces the global operator new.
+// hangs, and the engine runs the next backward; and a thread's first metric
+// update, which allocates the thread's cells, is counted when that fails.
+// An executable of its own: it replaces the global operator new.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -16,6 +17,7 @@
 #include "glassbox/autograd/engine.hpp"
 #include "glassbox/autograd/ops.hpp"
 #include "glassbox/metrics/registry.hpp"
+#include "glassbox/metrics/snapshot.hpp"
 
 namespace {
 // On this thread, how many more allocations succeed before one fails; the
@@ -65,12 +67,10 @@ bool chain_backward_is_right(ga::Engine& engine) {
 
 // Two roots, acc = x*1 + x*2 + ... and x*9: a node with two ready successors
 // queues one of them on the thread's heap, as does the second root, and a
-// fresh thread's heap allocates when it first grows. A chain's backward goes
-// first, unarmed: the thread's metric cells, allocated at its first update,
-// are then in place (a chain's tasks never touch the heap); and one goes
-// after, on the same thread, to find whatever the failed one left queued.
+// fresh thread's heap allocates when it first grows (so do its metric cells,
+// at its first update). A chain's backward goes after, on the same thread,
+// to find whatever the failed one left queued.
 Outcome backward_failing_at(ga::Engine& engine, long allocation) {
-  if (!chain_backward_is_right(engine)) return Outcome::next_one_wrong;
   Tensor x = leaf();
   Tensor acc = x * 1.0F;
   for (int i = 2; i <= 8; ++i) acc = acc + x * static_cast<float>(i);
@@ -109,6 +109,18 @@ TEST(EngineOutOfMemory, ABackwardWhoseAllocationFailsEndsAndTheEngineRunsTheNext
   EXPECT_GT(failed, 10);
   EXPECT_GT(completed, 0) << "the sweep ended before the backward's last allocation";
   EXPECT_EQ(backward_failing_at(engine, -1), Outcome::completed);
+}
+
+TEST(MetricsOutOfMemory, AThreadsFirstUpdateIsCountedWhenItsCellsCannotBeAllocated) {
+  glassbox::metrics::Registry registry;
+  glassbox::metrics::Counter counter = registry.counter("test_updates_total", "updates").with();
+  std::thread([&] {
+    tl_allocations_left = 0;  // the thread's cells: its first allocation
+    counter.inc(3);
+    tl_allocations_left = -1;
+    counter.inc(4);  // cells this time
+  }).join();
+  EXPECT_EQ(glassbox::metrics::sum_series(registry.snapshot(), "test_updates_total"), 7.0);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -124,22 +125,28 @@ CellId allocate_epoch_pair() {
   return static_cast<CellId>(first);
 }
 
-std::atomic<std::uint64_t>* cell_slow(CellId id) {
+std::atomic<std::uint64_t>* cell_slow(CellId id) noexcept {
   if (tl_exited) return nullptr;
   Arena& a = arena();
-  if (tl_cells == nullptr) {
-    tl_owner.armed = true;  // first touch registers the exit-time fold
-    auto tc = std::make_unique<ThreadCells>();
-    std::lock_guard lock(a.mu);
-    a.threads.push_back(tc.get());
-    tl_cells = tc.release();
+  try {
+    if (tl_cells == nullptr) {
+      tl_owner.armed = true;  // first touch registers the exit-time fold
+      auto tc = std::make_unique<ThreadCells>();
+      std::lock_guard lock(a.mu);
+      a.threads.push_back(tc.get());
+      tl_cells = tc.release();
+    }
+    std::atomic<Chunk*>& slot = tl_cells->chunks[id / kChunkCells];
+    if (slot.load(std::memory_order_relaxed) == nullptr) {
+      // Release: a scraper that sees the pointer sees zeroed cells.
+      slot.store(new Chunk, std::memory_order_release);
+    }
+    return &slot.load(std::memory_order_relaxed)->cells[id % kChunkCells];
+  } catch (const std::bad_alloc&) {
+    // Out of memory: this update goes where an exited thread's do, the shared
+    // sums (a lock, no allocation); the next one tries for cells again.
+    return nullptr;
   }
-  std::atomic<Chunk*>& slot = tl_cells->chunks[id / kChunkCells];
-  if (slot.load(std::memory_order_relaxed) == nullptr) {
-    // Release: a scraper that sees the pointer sees zeroed cells.
-    slot.store(new Chunk, std::memory_order_release);
-  }
-  return &slot.load(std::memory_order_relaxed)->cells[id % kChunkCells];
 }
 
 void add_after_exit_u64(CellId id, std::uint64_t n) {

@@ -56,8 +56,10 @@ double sum_f64(CellId id);
 double sum_epoch_deltas(CellId id, std::uint64_t epoch);
 
 /// Slow path: first update on this thread, or an update after the thread's
-/// cells were folded at thread exit.
-std::atomic<std::uint64_t>* cell_slow(CellId id);
+/// cells were folded at thread exit. Null when the update must go to the
+/// shared sums instead: after exit, or when the thread's cells cannot be
+/// allocated (out of memory), so no update is lost.
+std::atomic<std::uint64_t>* cell_slow(CellId id) noexcept;
 void add_after_exit_u64(CellId id, std::uint64_t n);
 void add_after_exit_f64(CellId id, double v);
 void add_after_exit_epoch(CellId id, std::uint64_t epoch, double v);
