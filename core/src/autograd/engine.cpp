@@ -458,28 +458,25 @@ struct Engine::Impl {
   // Serves the owner's queue until `g` is done: on this thread, or on a pool
   // thread (with a fresh stack) once this one is too deeply nested.
   void run_owner(const std::shared_ptr<GraphTask>& g) {
-    if (tl.stack_depth < max_stack_depth) {
-      ServingScope serving(g->cpu_queue, self);
-      run_until(g.get(), *g->cpu_queue);
-      return;
-    }
+    if (tl.stack_depth < max_stack_depth) return serve(*g);
     tl_local.flush_into(*g->cpu_queue);  // the pool thread serves the queue from here
     std::promise<void> finished;
     try {
       pool.submit([this, &g, &finished] {
-        {
-          ServingScope serving(g->cpu_queue, self);
-          run_until(g.get(), *g->cpu_queue);
-        }
+        serve(*g);
         finished.set_value();
       });
     } catch (...) {  // no thread to go on with: the queued tasks point at `g`, so they drain here, skipped
       g->record_error("the reentrant pool", std::current_exception());
-      ServingScope serving(g->cpu_queue, self);
-      run_until(g.get(), *g->cpu_queue);
-      return;
+      return serve(*g);
     }
     finished.get_future().wait();
+  }
+
+  // Serves the owner's queue on the calling thread until `g` is done.
+  void serve(const GraphTask& g) {
+    ServingScope serving(g.cpu_queue, self);
+    run_until(&g, *g.cpu_queue);
   }
 
   void run_final_callbacks(GraphTask& g) {
