@@ -3,6 +3,7 @@
 // Arguments name the metrics to measure (default: all).
 #include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
+#include "glassbox/cuda/stream_pool.hpp"
 #include "glassbox/metrics/registry.hpp"
 #include "glassbox/metrics/snapshot.hpp"
 #include "torch/timing.hpp"
@@ -47,6 +48,17 @@ void* record_event_long_lived() {
   return a.ptr;
 }
 
+// The same on a stream of glassbox's pool, without a promise: the allocator
+// knows a pool stream is never destroyed, as PyTorch's side uses its pool's.
+void* record_event_pool_stream() {
+  thread_local cudaStream_t stream = gcu::stream_from_pool();
+  auto& allocator = gcu::cuda_host_allocator();
+  auto a = allocator.allocate(kBytes);
+  allocator.record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(stream));
+  allocator.free(a.ctx);
+  return a.ptr;
+}
+
 // The driver calls any record-event path makes, alone: one cudaEventRecord
 // (at free) and one cudaEventQuery (at the next allocate) on an idle stream,
 // each thread its own event and stream.
@@ -83,6 +95,10 @@ int main(int argc, char** argv) {
   }
   if (gc::wanted(argc, argv, "host_alloc_record_event_long_lived")) {
     gc::report_sweep("glassbox", "host_alloc_record_event_long_lived", record_event_long_lived, gc::kShortThreadSweep);
+  }
+  if (gc::wanted(argc, argv, "host_alloc_record_event_pool_stream")) {
+    gc::report_sweep("glassbox", "host_alloc_record_event_pool_stream", record_event_pool_stream,
+                     gc::kShortThreadSweep);
   }
   // What the pool grew to (deferred events keep blocks out longer), and how
   // many blocks each shared event covered.

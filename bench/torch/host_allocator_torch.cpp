@@ -39,4 +39,9 @@ int main(int argc, char** argv) {
   if (gc::wanted(argc, argv, "host_alloc_record_event_long_lived")) {
     gc::report_sweep("pytorch", "host_alloc_record_event_long_lived", record_event_path, gc::kShortThreadSweep);
   }
+  // glassbox's side of this row uses a stream of glassbox's pool, as this
+  // side uses one of PyTorch's, without a promise: the same calls again.
+  if (gc::wanted(argc, argv, "host_alloc_record_event_pool_stream")) {
+    gc::report_sweep("pytorch", "host_alloc_record_event_pool_stream", record_event_path, gc::kShortThreadSweep);
+  }
 }

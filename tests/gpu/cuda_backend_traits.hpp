@@ -33,6 +33,7 @@
 #include "glassbox/cuda/cudnn/cuda_cudnn_backend.hpp"
 #include "glassbox/cuda/current_stream.hpp"
 #include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
+#include "glassbox/cuda/stream_pool.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/metrics/registry.hpp"
 #include "gpu_required.hpp"
@@ -134,14 +135,21 @@ class CudaGate {
   bool opened_ = false;
 };
 
-/// A non-blocking stream on `device` that the test owns.
+/// A non-blocking stream on `device` that the test owns, or one it borrows.
 class CudaTestStream {
  public:
   explicit CudaTestStream(int device = 0) {
     cuda::DeviceGuard guard(device);
     cuda::check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   }
-  ~CudaTestStream() { cudaStreamDestroy(stream_); }
+  struct Borrowed {
+    cudaStream_t stream;
+  };
+  /// Not destroyed at the end (a glassbox pool stream).
+  explicit CudaTestStream(Borrowed b) : stream_(b.stream), owned_(false) {}
+  ~CudaTestStream() {
+    if (owned_) cudaStreamDestroy(stream_);
+  }
   CudaTestStream(const CudaTestStream&) = delete;
   CudaTestStream& operator=(const CudaTestStream&) = delete;
   cudaStream_t native() const noexcept { return stream_; }
@@ -149,6 +157,7 @@ class CudaTestStream {
 
  private:
   cudaStream_t stream_ = nullptr;
+  bool owned_ = true;
 };
 
 /// Queues `task` on `stream` (cudaLaunchHostFunc): it runs on a driver
@@ -182,6 +191,10 @@ struct CudaHostTraits {
 
   class Stream : public CudaTestStream {
    public:
+    Stream() = default;
+    /// One of glassbox's pool streams on device 0, which every CudaHostBackend
+    /// knows outlives it.
+    explicit Stream(Backend&) : CudaTestStream(Borrowed{cuda::stream_from_pool(0)}) {}
     host_allocator::StreamId id() const noexcept { return Backend::id(native()); }
   };
 

@@ -93,6 +93,9 @@ struct SimHostTraits {
 
   class Stream : public SimTestStream {
    public:
+    Stream() = default;
+    /// A stream `backend` knows outlives the allocator, as a CUDA pool stream.
+    explicit Stream(Backend& backend) { backend.pool_stream.store(id()); }
     host_allocator::StreamId id() const noexcept { return Backend::id(*native()); }
   };
 

@@ -104,10 +104,17 @@ class HostAllocatorTyped : public ::testing::Test {
     for (Stream& s : streams) s.synchronize();
   }
 
-  void expect_queued_read_sees_its_bytes(host_allocator::StreamLife life) {
+  /// A stream the test owns, or one the backend knows outlives the
+  /// allocator (CUDA: a glassbox pool stream), used without a promise.
+  std::unique_ptr<Stream> make_stream(bool pool_stream) {
+    return pool_stream ? std::make_unique<Stream>(*backend) : std::make_unique<Stream>();
+  }
+
+  void expect_queued_read_sees_its_bytes(host_allocator::StreamLife life, bool pool_stream = false) {
     constexpr std::size_t kBytes = 1 << 16;
     make();
-    Stream s;
+    auto owned = make_stream(pool_stream);
+    Stream& s = *owned;
     auto a = allocate(kBytes);
     std::memset(a.ptr, 0xAB, kBytes);
     host_allocator::HostAllocation b, b2;
@@ -137,6 +144,57 @@ class HostAllocatorTyped : public ::testing::Test {
     EXPECT_TRUE(c.ptr == a.ptr || c.ptr == b.ptr || c.ptr == b2.ptr);
     EXPECT_EQ(stats().allocations.current, 3);
     this->free(c);
+  }
+
+  /// Eight blocks freed on one stream that outlives the allocator (promised
+  /// by the caller, or a pool stream the backend knows) share one event,
+  /// recorded at the next allocate() that finds none cached.
+  void expect_blocks_share_one_event(bool pool_stream) {
+    constexpr int kBlocks = 8;
+    this->make();
+    auto owned = make_stream(pool_stream);
+    Stream& s = *owned;
+    const auto life =
+        pool_stream ? host_allocator::StreamLife::unknown : host_allocator::StreamLife::outlives_allocator;
+    std::vector<host_allocator::HostAllocation> first;
+    std::set<void*> firsts;
+    for (int i = 0; i < kBlocks; ++i) first.push_back(this->allocate(4096));
+    host_allocator::HostAllocation late, late2;
+    {
+      Gate g(s.native());
+      for (auto a : first) {
+        this->record(a, s, life);
+        firsts.insert(a.ptr);
+      }
+      for (auto a : first) this->free(a);
+      EXPECT_EQ(this->stats().pending_events, 0) << "an event was recorded in free()";
+      EXPECT_EQ(this->metric("glassbox_host_blocks", {{"state", "pending_event"}}), kBlocks);
+      EXPECT_EQ(this->metric("glassbox_host_deferred_blocks"), kBlocks);
+      late = this->allocate(4096);  // none cached: one event for the eight, behind the gate
+      EXPECT_EQ(firsts.count(late.ptr), 0u) << "handed out before its stream passed an event";
+      EXPECT_EQ(this->stats().pending_events, 1);
+      EXPECT_EQ(this->metric("glassbox_host_deferred_blocks"), 0);
+      EXPECT_EQ(this->metric("glassbox_host_group_events_total"), 1);
+      EXPECT_EQ(this->metric("glassbox_host_group_blocks_total"), kBlocks);
+      late2 = this->allocate(4096);  // polls that event: not yet
+      EXPECT_EQ(firsts.count(late2.ptr), 0u) << "handed out before its stream passed its event";
+      g.open();
+      s.synchronize();
+    }
+    auto again = this->allocate(4096);
+    EXPECT_EQ(firsts.count(again.ptr), 1u);
+    EXPECT_EQ(this->blocks_made(), static_cast<std::size_t>(kBlocks + 2));
+    EXPECT_EQ(this->stats().pending_events, 0);
+    EXPECT_EQ(this->stats().cached_blocks, kBlocks - 1);
+    EXPECT_EQ(this->metric("glassbox_host_blocks", {{"state", "pending_event"}}), 0);
+    // The other seven came back into the thread's cache (thread_cache: 8 by
+    // default): the next seven are hits that make no block and poll nothing.
+    for (int i = 0; i < kBlocks - 1; ++i) EXPECT_EQ(firsts.count(this->allocate(4096).ptr), 1u);
+    EXPECT_EQ(this->blocks_made(), static_cast<std::size_t>(kBlocks + 2));
+    if (auto live = T::live_events(*this->backend)) {
+      EXPECT_EQ(*live, 0u);
+    }
+    for (auto h : {late, late2, again}) this->free(h);
   }
 
   /// Requests, hits, blocks and peaks of one class, under config `conf`.
@@ -239,6 +297,11 @@ TYPED_TEST_P(HostAllocatorTyped, AFreedBlockIsNotReusedWhileQueuedWorkStillReads
 
 TYPED_TEST_P(HostAllocatorTyped, ADeferredBlockIsNotReusedWhileQueuedWorkStillReadsIt) {
   this->expect_queued_read_sees_its_bytes(host_allocator::StreamLife::outlives_allocator);
+}
+
+// The backend knows a pool stream outlives it: deferred with no promise.
+TYPED_TEST_P(HostAllocatorTyped, ABlockOnAPoolStreamIsNotReusedWhileQueuedWorkStillReadsIt) {
+  this->expect_queued_read_sees_its_bytes(host_allocator::StreamLife::unknown, true);
 }
 
 // The control: without record_stream the block comes straight back and the
@@ -393,48 +456,11 @@ TYPED_TEST_P(HostAllocatorTyped, ProcessEventsPollsWhatEveryThreadFreed) {
 // of them, and they come back once their stream passed it, the allocating
 // thread's cache refilled from them.
 TYPED_TEST_P(HostAllocatorTyped, BlocksOnAStreamThatOutlivesTheAllocatorShareOneEvent) {
-  constexpr int kBlocks = 8;
-  this->make();
-  typename TestFixture::Stream s;
-  std::vector<host_allocator::HostAllocation> first;
-  std::set<void*> firsts;
-  for (int i = 0; i < kBlocks; ++i) first.push_back(this->allocate(4096));
-  host_allocator::HostAllocation late, late2;
-  {
-    typename TestFixture::Gate g(s.native());
-    for (auto a : first) {
-      this->record(a, s, host_allocator::StreamLife::outlives_allocator);
-      firsts.insert(a.ptr);
-    }
-    for (auto a : first) this->free(a);
-    EXPECT_EQ(this->stats().pending_events, 0) << "an event was recorded in free()";
-    EXPECT_EQ(this->metric("glassbox_host_blocks", {{"state", "pending_event"}}), kBlocks);
-    EXPECT_EQ(this->metric("glassbox_host_deferred_blocks"), kBlocks);
-    late = this->allocate(4096);  // none cached: one event for the eight, behind the gate
-    EXPECT_EQ(firsts.count(late.ptr), 0u) << "handed out before its stream passed an event";
-    EXPECT_EQ(this->stats().pending_events, 1);
-    EXPECT_EQ(this->metric("glassbox_host_deferred_blocks"), 0);
-    EXPECT_EQ(this->metric("glassbox_host_group_events_total"), 1);
-    EXPECT_EQ(this->metric("glassbox_host_group_blocks_total"), kBlocks);
-    late2 = this->allocate(4096);  // polls that event: not yet
-    EXPECT_EQ(firsts.count(late2.ptr), 0u) << "handed out before its stream passed its event";
-    g.open();
-    s.synchronize();
-  }
-  auto again = this->allocate(4096);
-  EXPECT_EQ(firsts.count(again.ptr), 1u);
-  EXPECT_EQ(this->blocks_made(), static_cast<std::size_t>(kBlocks + 2));
-  EXPECT_EQ(this->stats().pending_events, 0);
-  EXPECT_EQ(this->stats().cached_blocks, kBlocks - 1);
-  EXPECT_EQ(this->metric("glassbox_host_blocks", {{"state", "pending_event"}}), 0);
-  // The other seven came back into the thread's cache (thread_cache: 8 by
-  // default): the next seven are hits that make no block and poll nothing.
-  for (int i = 0; i < kBlocks - 1; ++i) EXPECT_EQ(firsts.count(this->allocate(4096).ptr), 1u);
-  EXPECT_EQ(this->blocks_made(), static_cast<std::size_t>(kBlocks + 2));
-  if (auto live = TypeParam::live_events(*this->backend)) {
-    EXPECT_EQ(*live, 0u);
-  }
-  for (auto h : {late, late2, again}) this->free(h);
+  this->expect_blocks_share_one_event(false);
+}
+
+TYPED_TEST_P(HostAllocatorTyped, BlocksOnAPoolStreamShareOneEventWithoutAPromise) {
+  this->expect_blocks_share_one_event(true);
 }
 
 // A thread records its open group once it holds a cache's worth of blocks
@@ -882,7 +908,8 @@ TYPED_TEST_P(HostAllocatorTyped, ARecordStreamRacingAFreeIsNeverLost) {
 REGISTER_TYPED_TEST_SUITE_P(
     HostAllocatorTyped, ZeroBytesGivesNull, ABlockUsedOnNoStreamIsReusedAtOnce,
     ABlockIsNotReusedBeforeEveryStreamPassedItsEvent, AFreedBlockIsNotReusedWhileQueuedWorkStillReadsIt,
-    ADeferredBlockIsNotReusedWhileQueuedWorkStillReadsIt, BlocksOnAStreamThatOutlivesTheAllocatorShareOneEvent,
+    ADeferredBlockIsNotReusedWhileQueuedWorkStillReadsIt, ABlockOnAPoolStreamIsNotReusedWhileQueuedWorkStillReadsIt,
+    BlocksOnAStreamThatOutlivesTheAllocatorShareOneEvent, BlocksOnAPoolStreamShareOneEventWithoutAPromise,
     AThreadRecordsItsGroupOnceItHoldsACachesWorth, ProcessEventsRecordsAndPollsDeferredBlocks,
     ADeferredRecordWaitsForTheCaptureToEnd, StreamsDestroyedRightAfterFreeAreNotRecordedOnLater,
     DeferredBlocksWaitForTheirOwnStreamsEvent, ARecordOnABlockReturnedToTheSystemFindsNothing,

@@ -593,6 +593,7 @@ CachingHostAllocator::RecordOutcome CachingHostAllocator::try_record_stream(void
   // that allocate to no private pool are not looked for here (as PyTorch),
   // which keeps the record path free of a driver call; free() looks.
   const bool capturing = !a.captures_empty.load(std::memory_order_relaxed) && a.backend->is_capturing(stream);
+  const bool outlives = life == StreamLife::outlives_allocator || a.backend->stream_outlives_allocator(stream);
   a.note_foreign_record(b);
   std::lock_guard lock(b->lock);
   // Against free()'s exchange: set kOnStreams only while the block is handed
@@ -606,7 +607,7 @@ CachingHostAllocator::RecordOutcome CachingHostAllocator::try_record_stream(void
     }
   } while (!b->use.compare_exchange_weak(use, use | Block::kOnStreams, std::memory_order_acq_rel));
   b->captured = b->captured || capturing;
-  b->streams_outlive = b->streams_outlive && life == StreamLife::outlives_allocator;
+  b->streams_outlive = b->streams_outlive && outlives;
   if (std::find(b->streams.begin(), b->streams.end(), stream) == b->streams.end()) b->streams.push_back(stream);
   return RecordOutcome::recorded;
 }

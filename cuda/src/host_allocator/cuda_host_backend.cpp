@@ -12,6 +12,7 @@
 
 #include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/cuda/current_stream.hpp"
+#include "glassbox/cuda/stream_pool.hpp"
 #include "glassbox/error.hpp"
 #include "nvtx_mem_regions.hpp"
 
@@ -332,6 +333,10 @@ bool CudaHostBackend::is_capturing(host_allocator::StreamId stream) const {
     return status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
   }
   return runtime_is_capturing(s);
+}
+
+bool CudaHostBackend::stream_outlives_allocator(host_allocator::StreamId stream) const noexcept {
+  return is_pool_stream(reinterpret_cast<cudaStream_t>(stream));
 }
 
 host_allocator::CachingHostAllocator& cuda_host_allocator() {

@@ -23,6 +23,9 @@ class ForwardingHostBackend : public HostBackend {
   void release_event(EventId event) noexcept override { inner.release_event(event); }
   StreamId current_stream() const override { return inner.current_stream(); }
   bool is_capturing(StreamId stream) const override { return inner.is_capturing(stream); }
+  bool stream_outlives_allocator(StreamId stream) const noexcept override {
+    return inner.stream_outlives_allocator(stream);
+  }
   std::string name() const override { return inner.name(); }
 
   Inner inner;

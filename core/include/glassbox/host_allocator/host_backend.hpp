@@ -53,6 +53,10 @@ class HostBackend {
   /// The calling thread's current stream.
   virtual StreamId current_stream() const = 0;
   virtual bool is_capturing(StreamId stream) const = 0;
+  /// Whether the backend knows that `stream` meets StreamLife::outlives_allocator
+  /// (a stream of its own pool, never destroyed): record_stream() then defers
+  /// as if the caller had promised it. Asked at every record without a promise.
+  virtual bool stream_outlives_allocator(StreamId /*stream*/) const noexcept { return false; }
   virtual std::string name() const = 0;
   /// The block at `ptr` (of `block_bytes`) is handed out for `requested`
   /// bytes: a backend may tell a tool where the request ends (CUDA: an NVTX

@@ -22,6 +22,9 @@ class SimHostBackend final : public HostBackend {
   std::atomic<int> fail_queries{0};      ///< query_event() fails ("injected")
   /// allocate() returns nullptr once live bytes would pass this (0: no limit).
   std::atomic<std::size_t> capacity_bytes{0};
+  /// A stream the backend knows outlives any allocator, as CUDA's pool
+  /// streams (stream_outlives_allocator() answers true for it; 0: none).
+  std::atomic<StreamId> pool_stream{0};
 
   static StreamId id(sim::SimStream& s) noexcept { return reinterpret_cast<StreamId>(&s); }
   /// The calling thread's current stream (as CUDA's current stream), for all sim backends.
@@ -34,6 +37,9 @@ class SimHostBackend final : public HostBackend {
   void release_event(EventId event) noexcept override;
   StreamId current_stream() const override;
   bool is_capturing(StreamId stream) const override;
+  bool stream_outlives_allocator(StreamId stream) const noexcept override {
+    return stream != 0 && stream == pool_stream.load(std::memory_order_relaxed);
+  }
   std::string name() const override { return "sim"; }
 
   std::size_t live_bytes() const;

@@ -2,7 +2,8 @@
 // The host allocator's CUDA backend: pinned memory from cudaHostAlloc (or
 // malloc + cudaHostRegister), events from a per-device pool of reusable
 // timing-free events (each thread keeps the one it gave back last), stream
-// capture state from cudaStreamIsCapturing. Calls that a graph capture
+// capture state from cudaStreamIsCapturing; glassbox's pool streams
+// (stream_pool.hpp) are known to outlive it. Calls that a graph capture
 // forbids (host memory, event queries) run in relaxed capture mode, so they
 // are safe during a capture in any mode.
 #include <cuda_runtime_api.h>
@@ -34,6 +35,8 @@ class CudaHostBackend final : public host_allocator::HostBackend {
   void release_event(host_allocator::EventId event) noexcept override;
   host_allocator::StreamId current_stream() const override;
   bool is_capturing(host_allocator::StreamId stream) const override;
+  /// True for glassbox's pool streams (stream_pool.hpp), which are never destroyed.
+  bool stream_outlives_allocator(host_allocator::StreamId stream) const noexcept override;
   std::string name() const override { return "cuda"; }
   void mark_requested(void* ptr, std::size_t requested, std::size_t block_bytes) noexcept override;
   /// Events this backend has created: each is reused once its poll finds it
