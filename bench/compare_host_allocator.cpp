@@ -73,6 +73,18 @@ void* record_and_query() {
   if (cudaError_t e = cudaEventQuery(event); e != cudaErrorNotReady) gcu::check_cuda(e, "cudaEventQuery");
   return event;
 }
+// One cudaEventRecord alone: what a free on a stream the allocator cannot
+// know outlives it must pay at the least (its queries can be shared, as one
+// covers every earlier event on its stream; the record cannot be).
+void* record_only() {
+  thread_local cudaEvent_t event = [] {
+    cudaEvent_t e = nullptr;
+    gcu::check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    return e;
+  }();
+  gcu::check_cuda(cudaEventRecord(event, thread_stream()), "cudaEventRecord");
+  return event;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,6 +103,7 @@ int main(int argc, char** argv) {
     // calls by definition.
     if (gc::driver_call_counter() == nullptr) {
       gc::report_sweep("cuda", "event_record_and_query", record_and_query, gc::kShortThreadSweep);
+      gc::report_sweep("cuda", "event_record", record_only, gc::kShortThreadSweep);
     }
   }
   if (gc::wanted(argc, argv, "host_alloc_record_event_long_lived")) {
