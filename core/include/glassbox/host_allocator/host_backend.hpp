@@ -1,8 +1,9 @@
 #pragma once
 // What the caching host allocator needs from a device runtime: pinned host
 // memory, events recorded on streams, and stream capture state. Called only
-// on slow paths (a new block, a free with recorded streams, event polling),
-// so a virtual interface costs nothing measurable; mark_requested, on every
+// off the cached pair's path (a new block, a record without a promise, a free
+// with recorded streams, event polling), beside driver calls or locks that
+// cost far more than a virtual call; mark_requested, on every
 // hand-out, only when the config asks for it (nvtx_mem_regions).
 #include <cstddef>
 #include <cstdint>
