@@ -59,30 +59,31 @@ void* record_event_pool_stream() {
   return a.ptr;
 }
 
-// The driver calls any record-event path makes, alone: one cudaEventRecord
-// (at free) and one cudaEventQuery (at the next allocate) on an idle stream,
-// each thread its own event and stream.
-// Their cost moves with the host; reported next to both sides as the floor.
-void* record_and_query() {
+cudaEvent_t thread_event() {
   thread_local cudaEvent_t event = [] {
     cudaEvent_t e = nullptr;
     gcu::check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     return e;
   }();
-  gcu::check_cuda(cudaEventRecord(event, thread_stream()), "cudaEventRecord");
-  if (cudaError_t e = cudaEventQuery(event); e != cudaErrorNotReady) gcu::check_cuda(e, "cudaEventQuery");
   return event;
 }
-// One cudaEventRecord alone: what a free on a stream the allocator cannot
-// know outlives it must pay at the least (its queries can be shared, as one
-// covers every earlier event on its stream; the record cannot be).
+
+// One cudaEventRecord alone, on an idle stream, each thread its own event and
+// stream: what a free on a stream the allocator cannot know outlives it must
+// pay at the least (its queries can be shared, as one covers every earlier
+// event on its stream; the record cannot be).
 void* record_only() {
-  thread_local cudaEvent_t event = [] {
-    cudaEvent_t e = nullptr;
-    gcu::check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-    return e;
-  }();
+  cudaEvent_t event = thread_event();
   gcu::check_cuda(cudaEventRecord(event, thread_stream()), "cudaEventRecord");
+  return event;
+}
+
+// The driver calls any record-event path makes, alone: one cudaEventRecord
+// (at free) and one cudaEventQuery (at the next allocate).
+// Their cost moves with the host; reported next to both sides as the floor.
+void* record_and_query() {
+  auto* event = static_cast<cudaEvent_t>(record_only());
+  if (cudaError_t e = cudaEventQuery(event); e != cudaErrorNotReady) gcu::check_cuda(e, "cudaEventQuery");
   return event;
 }
 }  // namespace
