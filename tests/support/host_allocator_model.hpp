@@ -72,6 +72,14 @@ struct ModelEvent {
   int stream;
   std::uint64_t position;
   int block;
+  std::uint64_t seq;  // the order the harness's one thread recorded it in
+};
+
+// The shared query's state, one per pool (the harness's one thread polls
+// its own shard only).
+struct ModelProbe {
+  int lag = 1;
+  int rest = 0;
 };
 
 // The allocator's rules, written as plainly as possible. The harness runs on
@@ -89,28 +97,95 @@ class Model {
   bool private_released = false;
   std::map<std::size_t, std::int64_t> active_peak;  // per size, blocks handed out (in no list, no cache)
 
-  // Oldest first, stopping at the first event its stream has not passed, or
-  // once a block of `wanted` bytes became free (0: none wanted). An
-  // allocate()'s poll (`refill`) puts the other blocks it frees into the
-  // thread's cache where they fit.
+  ModelProbe probes[2];
+  std::int64_t covered_events = 0;  // released by a probe's query, with none of their own
+
+  // First one query for many (probe); then, unless it freed a block of
+  // `wanted` bytes, oldest first, stopping at the first event its stream has
+  // not passed, or once a block of `wanted` bytes became free (0: none
+  // wanted). An allocate()'s poll (`refill`) puts the other blocks it frees
+  // into the thread's cache where they fit.
   void process(int pool, const std::vector<std::uint64_t>& completed, std::size_t wanted = 0, bool refill = false) {
+    if (probe(pool, completed, wanted, refill)) return;
     auto& q = events[pool];
     while (!q.empty()) {
       ModelEvent e = q.back();
       if (completed[static_cast<std::size_t>(e.stream)] < e.position) return;
       q.pop_back();
-      ModelBlock& b = blocks.at(e.block);
-      if (--b.event_count > 0) continue;
-      if (b.size == wanted) {
-        free_lists[{pool, b.size}].push_back(e.block);
-        return;
-      }
-      if (refill) {
-        put_free(pool, b.size, e.block);
+      int kept = -1;
+      release(pool, e, wanted, refill, kept);
+      if (kept >= 0) return free_lists[{pool, wanted}].push_back(kept);
+    }
+  }
+  // The shared query: of the oldest event's stream, the event with `lag`
+  // younger ones in front of it among the newest 128 (or the youngest there
+  // is but one), unless resting. Complete: it and every older one of the
+  // stream are released, and the lag halves (down to 1). Pending: back at
+  // the front, the lag doubles plus one (up to 64), 8 chances pass. Returns
+  // whether it freed a block of `wanted` bytes (then at the back of its list).
+  bool probe(int pool, const std::vector<std::uint64_t>& completed, std::size_t wanted, bool refill) {
+    auto& q = events[pool];
+    ModelProbe& p = probes[pool];
+    if (q.size() < 2) return false;
+    if (p.rest > 0) return --p.rest, false;
+    const ModelEvent oldest = q.back();
+    std::ptrdiff_t at = -1;
+    int younger = 0;
+    for (std::size_t i = 0; i < std::min<std::size_t>(128, q.size() - 1); ++i) {
+      if (q[i].stream != oldest.stream || q[i].seq <= oldest.seq) continue;
+      at = static_cast<std::ptrdiff_t>(i);
+      if (younger++ == p.lag) break;
+    }
+    if (at < 0) return false;
+    const int lag = younger - 1;
+    const ModelEvent probe = q[static_cast<std::size_t>(at)];
+    q.erase(q.begin() + at);
+    if (completed[static_cast<std::size_t>(probe.stream)] < probe.position) {
+      q.push_front(probe);
+      p.lag = std::min(lag * 2 + 1, 64);
+      p.rest = 8;
+      return false;
+    }
+    p.lag = std::max(lag / 2, 1);
+    std::vector<ModelEvent> covered{probe};
+    for (auto it = q.begin(); it != q.end();) {
+      if (it->stream == probe.stream && it->seq < probe.seq) {
+        covered.push_back(*it);
+        it = q.erase(it);
       } else {
-        free_lists[{pool, b.size}].push_back(e.block);
+        ++it;
       }
     }
+    covered_events += static_cast<std::int64_t>(covered.size()) - 1;
+    int kept = -1;
+    for (const ModelEvent& e : covered) release(pool, e, wanted, refill, kept);
+    if (kept < 0) return false;
+    free_lists[{pool, wanted}].push_back(kept);
+    return true;
+  }
+  // One event seen complete: its block is free once its last event is.
+  // The first free block of `wanted` bytes is kept for the caller.
+  void release(int pool, const ModelEvent& e, std::size_t wanted, bool refill, int& kept) {
+    ModelBlock& b = blocks.at(e.block);
+    if (--b.event_count > 0) return;
+    if (kept < 0 && b.size == wanted) {
+      kept = e.block;
+    } else if (refill) {
+      put_free(pool, b.size, e.block);
+    } else {
+      free_lists[{pool, b.size}].push_back(e.block);
+    }
+  }
+  // Blocks of `size` in the default pool waiting on events (or never to be
+  // reused): while fewer than a cache's worth wait, and the newest and
+  // oldest events are of one stream, allocate() makes a new block rather
+  // than poll.
+  bool batches(std::size_t size) const {
+    const auto& q = events[0];
+    if (q.size() < 2 || q.front().stream != q.back().stream) return false;
+    int waiting = 0;
+    for (auto& [id, b] : blocks) waiting += b.pool == 0 && b.size == size && !b.allocated && b.event_count > 0;
+    return waiting < std::max(thread_cache, 1);
   }
   // A block freed with no stream to wait for: the thread's cache if it has
   // room, else the shared list.
@@ -213,7 +288,7 @@ class ModelHarness {
     // A cache hit polls nothing; a miss polls for a block of its size.
     int id = model_.take_cached(pool, size);
     if (id < 0) {
-      model_.process(pool, completed(), size, true);
+      if (pool != 0 || !model_.batches(size)) model_.process(pool, completed(), size, true);
       id = model_.take(pool, size);
     }
     std::size_t allocations_before = backend_->allocations();
@@ -272,7 +347,7 @@ class ModelHarness {
       b.event_count += static_cast<int>(b.streams.size());
       for (int s : b.streams) {
         std::uint64_t pos = streams_[static_cast<std::size_t>(s)].submitted();
-        model_.events[b.pool].push_front({s, pos, id});
+        model_.events[b.pool].push_front({s, pos, id, ++records_});
         b.unsafe_until.emplace_back(s, pos);
       }
     }
@@ -345,6 +420,7 @@ class ModelHarness {
     expect_equal(static_cast<std::int64_t>(metric_sum(registry_, "glassbox_host_blocks_unrecyclable_total", captured)),
                  retired_captured_, "blocks used during capture");
     expect_equal(sum("glassbox_host_event_errors_total"), std::int64_t{0}, "failed event polls");
+    expect_equal(sum("glassbox_host_covered_events_total"), model_.covered_events, "events covered by a probe");
   }
 
   int pick(int lo, int hi) { return pick_(lo, hi); }
@@ -358,6 +434,7 @@ class ModelHarness {
   std::vector<std::pair<int, gha::HostAllocation>> held_;
   bool capturing_ = false;
   int next_id_ = 0;
+  std::uint64_t records_ = 0;
   std::int64_t retired_captured_ = 0;
 };
 

@@ -570,6 +570,104 @@ TYPED_TEST_P(HostAllocatorTyped, StreamsDestroyedRightAfterFreeAreNotRecordedOnL
   for (auto a : again) this->free(a);
 }
 
+// Events one thread recorded in free() on one stream share a query: the
+// probe, an event with one younger in front of it, completed, so every
+// older one did (stream order), and their blocks come back with it.
+TYPED_TEST_P(HostAllocatorTyped, EventsOneThreadRecordedOnAStreamShareAQuery) {
+  constexpr int kBlocks = 8;
+  this->make();
+  typename TestFixture::Stream s;
+  std::vector<host_allocator::HostAllocation> first;
+  std::set<void*> firsts;
+  for (int i = 0; i < kBlocks; ++i) first.push_back(this->allocate(4096));
+  for (auto a : first) {
+    this->record(a, s);
+    firsts.insert(a.ptr);
+  }
+  for (auto a : first) this->free(a);
+  EXPECT_EQ(this->stats().pending_events, kBlocks);
+  s.synchronize();
+  auto again = this->allocate(4096);  // one query: the probe (the seventh), covering the six before it
+  EXPECT_EQ(firsts.count(again.ptr), 1u);
+  EXPECT_EQ(this->metric("glassbox_host_covered_events_total"), kBlocks - 2);
+  EXPECT_EQ(this->stats().pending_events, 1);  // the newest, in front of the probe
+  EXPECT_EQ(this->stats().cached_blocks, kBlocks - 2);
+  EXPECT_EQ(this->blocks_made(), static_cast<std::size_t>(kBlocks));
+  this->free(again);
+}
+
+// A probe that completed says nothing of another stream's events, even
+// those recorded before it: they wait for their own stream.
+TYPED_TEST_P(HostAllocatorTyped, AProbeReleasesNoEventOfAnotherStream) {
+  constexpr int kPairs = 4;
+  this->make();
+  typename TestFixture::Stream running, held;
+  std::set<void*> on_held;
+  {
+    typename TestFixture::Gate g(held.native());
+    std::vector<host_allocator::HostAllocation> r, h;
+    for (int i = 0; i < kPairs; ++i) r.push_back(this->allocate(4096)), h.push_back(this->allocate(4096));
+    for (int i = 0; i < kPairs; ++i) {  // recorded alternately: r0 h0 r1 h1 ...
+      this->record(r[i], running);
+      this->record(h[i], held);
+      this->free(r[i]);
+      this->free(h[i]);
+      on_held.insert(h[i].ptr);
+    }
+    running.synchronize();
+    std::vector<host_allocator::HostAllocation> taken;
+    for (int i = 0; i < 3 * kPairs; ++i) taken.push_back(this->allocate(4096));
+    for (auto a : taken) EXPECT_EQ(on_held.count(a.ptr), 0u) << "handed out before its stream passed its event";
+    EXPECT_GE(this->metric("glassbox_host_covered_events_total"), 1) << "no probe covered the running stream's events";
+    // The held stream's four, and the running stream's newest: in front of
+    // the probe, and behind the held stream's oldest, where the walk stops.
+    EXPECT_EQ(this->metric("glassbox_host_blocks", {{"state", "pending_event"}}), kPairs + 1);
+    for (auto a : taken) this->free(a);
+    g.open();
+  }
+  held.synchronize();
+  this->allocator->process_events();
+  EXPECT_EQ(this->metric("glassbox_host_blocks", {{"state", "pending_event"}}), 0);
+}
+
+// Nor of another thread's on the same stream: two threads' records are in
+// no known order (each thread counts its own). Threads are given one of 16
+// event shards in turn (BlockPool::kEventShards), so the seventeenth thread
+// from here shares the first's queue.
+TYPED_TEST_P(HostAllocatorTyped, AProbeReleasesNoEventAnotherThreadRecorded) {
+  this->make("thread_cache:0");
+  typename TestFixture::Stream s;
+  auto on_thread = [](auto fn) { std::thread(fn).join(); };
+  // Made first: no allocate() from here on finds no free block and polls
+  // the first thread's shard before the test does.
+  auto late = this->allocate(4096);
+  this->free(this->allocate(64));
+  on_thread([&] {  // three events, the thread's first three records
+    std::vector<host_allocator::HostAllocation> held;
+    for (int i = 0; i < 3; ++i) held.push_back(this->allocate(4096));
+    for (auto a : held) this->record(a, s);
+    for (auto a : held) this->free(a);
+  });
+  s.synchronize();
+  constexpr int kEventShards = 16;
+  for (int i = 1; i < kEventShards; ++i) {
+    on_thread([&] { this->free(this->allocate(64)); });  // takes the next shard (and the free block)
+  }
+  typename TestFixture::Gate g(s.native());
+  on_thread([&] {  // its first record, behind the gate, in the first thread's shard
+    this->record(late, s);
+    this->free(late);
+  });
+  this->allocator->process_events();  // the first thread's shard: a probe of its second event, then the third
+  EXPECT_EQ(this->metric("glassbox_host_covered_events_total"), 1);
+  EXPECT_EQ(this->stats().pending_events, 1) << "the later thread's event was released with the first's";
+  EXPECT_EQ(this->metric("glassbox_host_blocks", {{"state", "pending_event"}}), 1);
+  g.open();
+  s.synchronize();
+  this->allocator->process_events();
+  EXPECT_EQ(this->stats().pending_events, 0);
+}
+
 // Each stream has its own group: an event on one stream says nothing of the
 // work queued on another.
 TYPED_TEST_P(HostAllocatorTyped, DeferredBlocksWaitForTheirOwnStreamsEvent) {
@@ -912,8 +1010,10 @@ REGISTER_TYPED_TEST_SUITE_P(
     BlocksOnAStreamThatOutlivesTheAllocatorShareOneEvent, BlocksOnAPoolStreamShareOneEventWithoutAPromise,
     AThreadRecordsItsGroupOnceItHoldsACachesWorth, ProcessEventsRecordsAndPollsDeferredBlocks,
     ADeferredRecordWaitsForTheCaptureToEnd, StreamsDestroyedRightAfterFreeAreNotRecordedOnLater,
-    DeferredBlocksWaitForTheirOwnStreamsEvent, ARecordOnABlockReturnedToTheSystemFindsNothing,
-    ABlockOnTwoStreamsGetsItsEventsInFree, WithoutRecordStreamTheOverwriteIsVisible, RecordStreamFindsABlockByPointer,
+    EventsOneThreadRecordedOnAStreamShareAQuery, AProbeReleasesNoEventOfAnotherStream,
+    AProbeReleasesNoEventAnotherThreadRecorded, DeferredBlocksWaitForTheirOwnStreamsEvent,
+    ARecordOnABlockReturnedToTheSystemFindsNothing, ABlockOnTwoStreamsGetsItsEventsInFree,
+    WithoutRecordStreamTheOverwriteIsVisible, RecordStreamFindsABlockByPointer,
     ProcessEventsForOneSizeFreesOnlyThatSize, EmptyCacheReleasesOnlyFreeBlocks,
     EmptyCacheTakesBlocksFromOtherThreadsCaches, AThreadsCachedBlocksGoBackWhenItExits,
     BlocksOtherThreadsFreedOnStreamsAreReusedBeforeANewOne, ProcessEventsPollsWhatEveryThreadFreed,

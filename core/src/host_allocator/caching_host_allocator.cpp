@@ -139,8 +139,8 @@ Block* CachingHostAllocator::Impl::allocate_uncached(std::size_t size, std::uint
   // a background thread the default pool's events are polled there; private
   // pools never have a thread (capture records no events anyway).
   Block* b = nullptr;
-  const bool polls = !config.background_thread || pool != &default_pool;
   EventShard& own = pool->own_shard();
+  const bool polls = (!config.background_thread || pool != &default_pool) && !batches(*pool, own, size, cls);
   if (!cached_locally(*pool, cls)) {
     if (own.deferred.load(std::memory_order_relaxed) > 0) record_open_groups(*pool, own, full_group());
     if (polls && own.pending.load(std::memory_order_relaxed) > 0) b = process_shard(*pool, own, -1, cls, true);
@@ -156,6 +156,26 @@ Block* CachingHostAllocator::Impl::allocate_uncached(std::size_t size, std::uint
   }
   on_allocated(b, size, hit, capturing);
   return b;
+}
+
+// Whether allocate() makes a new block rather than poll: while fewer than a
+// cache's worth of the class's blocks freed here wait on events, and the
+// shard's newest and oldest events are of one thread and stream, for blocks
+// a thread cache holds. One query can then cover many of them
+// (release_by_probe): with one block in flight, each free's event was
+// queried by the next allocate, and the query was half the driver's cost of
+// the record path. The price is up to a cache's worth of blocks per class
+// and thread more than reuse at first chance needs, as deferred groups
+// cost; a cache of 0 turns both off. Events of many streams or threads
+// would not share a query: there the poll is made at once, as before.
+bool CachingHostAllocator::Impl::batches(const BlockPool& pool, EventShard& own, std::size_t size,
+                                         std::uint32_t cls) const noexcept {
+  if (&pool != &default_pool || size > ThreadCache::kMaxBlock || own.pending.load(std::memory_order_relaxed) < 2 ||
+      own.waiting[cls].load(std::memory_order_relaxed) >= full_group()) {
+    return false;
+  }
+  std::lock_guard lock(own.mu);
+  return own.events.size() >= 2 && same_source(own.events.front(), own.events.back());
 }
 
 void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool hit, bool captured) {
@@ -428,7 +448,7 @@ void CachingHostAllocator::Impl::free_with_streams(Block* b) {
 // Events are recorded outside every lock: recording may block on a driver
 // lock that a thread holding one of ours waits behind.
 void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<StreamId>& streams, bool captured) {
-  thread_local std::vector<EventId> events;
+  thread_local std::vector<EventGroup> events;
   events.clear();
   std::exception_ptr failure;
   try {
@@ -438,7 +458,7 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
     captured =
         captured || std::any_of(streams.begin(), streams.end(), [&](StreamId s) { return backend->is_capturing(s); });
     if (!captured) {
-      for (StreamId s : streams) events.push_back(backend->record_event(s));
+      for (StreamId s : streams) events.push_back(just_recorded(backend->record_event(s), b, s));
     }
   } catch (...) {
     failure = std::current_exception();
@@ -460,7 +480,7 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
   }
   {
     std::lock_guard lock(shard.mu);
-    for (EventId e : events) shard.events.push_front(EventGroup{e, b});
+    for (const EventGroup& e : events) shard.events.push_front(e);
     shard.pending.fetch_add(static_cast<std::int64_t>(events.size()), std::memory_order_relaxed);
   }
   m.pending_events.add(static_cast<std::int64_t>(events.size()));

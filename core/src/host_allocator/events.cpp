@@ -45,7 +45,15 @@ std::uint32_t BlockPool::next_event_shard() noexcept {
 
 thread_local constinit std::uint32_t tl_event_shard = 0;
 
-// size == -1: walk from the oldest event and stop at the first that has not
+EventGroup just_recorded(EventId event, Block* head, StreamId stream) noexcept {
+  static std::atomic<std::uint32_t> threads{0};
+  thread_local const std::uint32_t recorder = threads.fetch_add(1, std::memory_order_relaxed) + 1;
+  thread_local std::uint64_t records = 0;
+  return EventGroup{event, head, stream, recorder, ++records};
+}
+
+// size == -1: first one query for many (release_by_probe); then, unless it
+// freed a block of class `wanted`, walk from the oldest event and stop at the first that has not
 // completed (later ones are younger: most likely not complete either), or
 // at the first block of class `wanted` to become free: the allocate() asking
 // takes it, and the younger events wait for the next poll rather than cost a
@@ -59,6 +67,7 @@ thread_local constinit std::uint32_t tl_event_shard = 0;
 Block* CachingHostAllocator::Impl::process_shard(BlockPool& pool, EventShard& shard, std::int64_t size,
                                                  std::uint32_t wanted, bool fill_cache) {
   Block* kept = nullptr;
+  if (size == -1 && release_by_probe(pool, shard, wanted, fill_cache, kept) && kept != nullptr) return kept;
   std::size_t max_events = 0;
   if (size != -1) {
     std::lock_guard lock(shard.mu);
@@ -78,14 +87,109 @@ Block* CachingHostAllocator::Impl::process_shard(BlockPool& pool, EventShard& sh
       if (size == -1) return kept;
       continue;
     }
-    backend->release_event(entry->event);
-    const bool available = release_group(pool, shard, *entry, poll, wanted, fill_cache, kept);
-    // Last: once the backlog reads zero, every block it held is reusable.
-    const bool backlog_gone = shard.pending.fetch_sub(1, std::memory_order_release) == 1;
-    m.pending_events.add(-1);
-    tracks.pending_changed(pool, -1);
+    bool backlog_gone = false;
+    const bool available =
+        release_polled(pool, shard, std::span(&*entry, 1), poll, wanted, fill_cache, kept, backlog_gone);
     if ((available && size != -1) || kept != nullptr || backlog_gone) return kept;
   }
+}
+
+bool CachingHostAllocator::Impl::release_polled(BlockPool& pool, EventShard& shard, std::span<const EventGroup> polled,
+                                                EventPoll poll, std::uint32_t wanted, bool fill_cache, Block*& kept,
+                                                bool& backlog_gone) {
+  bool available = false;
+  for (const EventGroup& entry : polled) {
+    backend->release_event(entry.event);
+    available = release_group(pool, shard, entry, poll, wanted, fill_cache, kept) || available;
+  }
+  // Last: once the backlog reads zero, every block it held is reusable.
+  const auto n = static_cast<std::int64_t>(polled.size());
+  backlog_gone = shard.pending.fetch_sub(n, std::memory_order_release) == n;
+  m.pending_events.add(-n);
+  tracks.pending_changed(pool, -n);
+  return available;
+}
+
+namespace {
+
+struct Probe {
+  EventGroup event;
+  int lag;  // the younger events of its thread and stream in front of it
+};
+
+// Under the shard's lock. Takes the event to query for the oldest one's
+// thread and stream off the queue (while it is queried no other poller may
+// release it): the one with `lag` younger events of theirs in front of it,
+// or as many as there are but one (the next to the oldest), among the
+// newest kProbeScan events. None if there is none younger there, or while
+// the shard lets chances pass.
+std::optional<Probe> take_probe(EventShard& shard, std::size_t scan) {
+  auto& events = shard.events;
+  if (events.size() < 2) return std::nullopt;
+  if (shard.probe_rest > 0) {
+    --shard.probe_rest;
+    return std::nullopt;
+  }
+  const EventGroup& oldest = events.back();
+  auto probe = events.end();
+  int younger = 0;
+  const auto end = events.begin() + static_cast<std::ptrdiff_t>(std::min(scan, events.size() - 1));
+  for (auto it = events.begin(); it != end; ++it) {
+    if (!same_source(*it, oldest) || it->seq <= oldest.seq) continue;
+    probe = it;
+    if (younger++ == shard.probe_lag) break;
+  }
+  if (probe == events.end()) return std::nullopt;
+  Probe taken{*probe, younger - 1};
+  events.erase(probe);
+  return taken;
+}
+
+}  // namespace
+
+// A shared query. The oldest event's thread recorded it and every younger
+// event of theirs on its stream in program order, so once one of the younger
+// completed, every older one of theirs on that stream has: those are
+// released with the probe and none costs a query (on the record path, each
+// free records an event and the next allocate queried it: the query was
+// half of the driver's cost). The probe leaves `probe_lag` younger events
+// in front of it (the newest, recorded by the free just before, has rarely
+// completed). The lag halves (down to 1) when the probe had completed; when
+// it had not, the lag doubles and the next few chances pass, so that a
+// stream far behind costs few queries for nothing. A probe that failed is
+// released as the walk releases one (its blocks retired, the error counted).
+bool CachingHostAllocator::Impl::release_by_probe(BlockPool& pool, EventShard& shard, std::uint32_t wanted,
+                                                  bool fill_cache, Block*& kept) {
+  std::optional<Probe> probe;
+  {
+    std::lock_guard lock(shard.mu);
+    probe = take_probe(shard, kProbeScan);
+  }
+  if (!probe) return false;
+  const EventPoll poll = backend->query_event(probe->event.event);
+  thread_local std::vector<EventGroup> covered;
+  covered.assign(1, probe->event);
+  {
+    std::lock_guard lock(shard.mu);
+    if (poll.status == EventPoll::pending) {
+      shard.events.push_front(probe->event);
+      shard.probe_lag = std::min(probe->lag * 2 + 1, kMaxProbeLag);
+      shard.probe_rest = kProbeRest;
+      return false;
+    }
+    if (poll.status == EventPoll::complete) {
+      shard.probe_lag = std::max(probe->lag / 2, 1);
+      // Those another poller took meanwhile are its own to release.
+      std::erase_if(shard.events, [&](const EventGroup& e) {
+        if (!same_source(e, probe->event) || e.seq > probe->event.seq) return false;
+        covered.push_back(e);
+        return true;
+      });
+    }
+  }
+  m.covered_events.inc(covered.size() - 1);
+  bool backlog_gone = false;
+  return release_polled(pool, shard, covered, poll, wanted, fill_cache, kept, backlog_gone);
 }
 
 bool CachingHostAllocator::Impl::release_group(BlockPool& pool, EventShard& shard, const EventGroup& group,
@@ -182,7 +286,7 @@ void CachingHostAllocator::Impl::record_group(BlockPool& pool, EventShard& shard
       shard.open.push_back(group);
       return;
     }
-    shard.events.push_front(EventGroup{event, group.head});
+    shard.events.push_front(just_recorded(event, group.head, group.stream));
     shard.pending.fetch_add(1, std::memory_order_relaxed);
     shard.deferred.fetch_sub(group.blocks, std::memory_order_relaxed);
   }

@@ -46,6 +46,10 @@ Metrics::Metrics(metrics::Registry& r)
       group_blocks(r.counter("glassbox_host_group_blocks_total",
                              "Blocks covered by those events (over group_events_total: blocks per event)")
                        .with()),
+      covered_events(r.counter("glassbox_host_covered_events_total",
+                               "Events seen complete through a later event of their thread on their stream, with "
+                               "no query of their own")
+                         .with()),
       backend_alloc_seconds(r.histogram("glassbox_host_backend_alloc_seconds",
                                         "Time to get a new pinned block from the backend (the slow path)", {},
                                         metrics::exponential_buckets(1e-6, 4, 12))
