@@ -99,6 +99,7 @@ class Model {
 
   ModelProbe probes[2];
   std::int64_t covered_events = 0;  // released by a probe's query, with none of their own
+  int last_released[2] = {-1, -1};  // the stream of the event a poll released last
 
   // First one query for many (probe); then, unless it freed a block of
   // `wanted` bytes, oldest first, stopping at the first event its stream has
@@ -166,6 +167,7 @@ class Model {
   // One event seen complete: its block is free once its last event is.
   // The first free block of `wanted` bytes is kept for the caller.
   void release(int pool, const ModelEvent& e, std::size_t wanted, bool refill, int& kept) {
+    last_released[pool] = e.stream;
     ModelBlock& b = blocks.at(e.block);
     if (--b.event_count > 0) return;
     if (kept < 0 && b.size == wanted) {
@@ -178,11 +180,11 @@ class Model {
   }
   // Blocks of `size` in the default pool waiting on events (or never to be
   // reused): while fewer than a cache's worth wait, and the newest and
-  // oldest events are of one stream, allocate() makes a new block rather
-  // than poll.
+  // oldest events are of one stream, the stream of the event released last,
+  // allocate() makes a new block rather than poll.
   bool batches(std::size_t size) const {
     const auto& q = events[0];
-    if (q.size() < 2 || q.front().stream != q.back().stream) return false;
+    if (q.empty() || q.front().stream != q.back().stream || q.back().stream != last_released[0]) return false;
     int waiting = 0;
     for (auto& [id, b] : blocks) waiting += b.pool == 0 && b.size == size && !b.allocated && b.event_count > 0;
     return waiting < std::max(thread_cache, 1);

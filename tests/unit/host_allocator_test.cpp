@@ -353,6 +353,61 @@ class MarkingBackend final : public gha::HostBackend {
 };
 }  // namespace
 
+namespace {
+// A sim backend whose one stream handle names whichever SimStream `behind`
+// points to: as CUDA reuses a destroyed stream's handle for a new stream,
+// while the old one's work may still run.
+class ReusedHandleBackend final : public gha::HostBackend {
+ public:
+  static constexpr gha::StreamId kHandle = 0x1000;
+  void* allocate(std::size_t bytes) override { return sim.allocate(bytes); }
+  void deallocate(void* ptr, std::size_t bytes) noexcept override { sim.deallocate(ptr, bytes); }
+  gha::EventId record_event(gha::StreamId stream) override { return sim.record_event(behind_(stream)); }
+  gha::EventPoll query_event(gha::EventId event) noexcept override { return sim.query_event(event); }
+  void release_event(gha::EventId event) noexcept override { sim.release_event(event); }
+  gha::StreamId current_stream() const override { return sim.current_stream(); }
+  bool is_capturing(gha::StreamId stream) const override { return sim.is_capturing(behind_(stream)); }
+  std::uint64_t stream_serial(gha::StreamId stream) const noexcept override {
+    return sim.stream_serial(behind_(stream));
+  }
+  std::string name() const override { return "reused-handle"; }
+  SimHostBackend sim;
+  SimStream* behind = nullptr;
+
+ private:
+  gha::StreamId behind_(gha::StreamId stream) const noexcept {
+    return stream == kHandle ? SimHostBackend::id(*behind) : stream;
+  }
+};
+}  // namespace
+
+// A new stream under an old stream's handle is another stream: an event on
+// it that completed says nothing of the old one's, recorded before it by the
+// same thread (the probe of a shared query goes by the stream's serial).
+TEST(HostAllocator, EventsUnderAReusedStreamHandleShareNoQuery) {
+  auto backend = std::make_shared<ReusedHandleBackend>();
+  gha::HostAllocatorOptions o;
+  o.config = gha::HostAllocatorConfig::parse("thread_cache:0");
+  gm::Registry registry;
+  o.registry = &registry;
+  gha::CachingHostAllocator allocator(backend, o);
+  SimStream old_stream, new_stream;
+  auto a = allocator.allocate(64), b = allocator.allocate(64), c = allocator.allocate(64);
+  backend->behind = &old_stream;
+  old_stream.enqueue([] {});  // never stepped: a's event stays pending
+  ASSERT_TRUE(allocator.record_stream(a.ptr, a.ctx, ReusedHandleBackend::kHandle));
+  allocator.free(a.ctx);
+  backend->behind = &new_stream;  // the handle, destroyed and made again
+  for (auto x : {b, c}) {
+    ASSERT_TRUE(allocator.record_stream(x.ptr, x.ctx, ReusedHandleBackend::kHandle));
+    allocator.free(x.ctx);
+  }
+  allocator.process_events();
+  EXPECT_EQ(gm::sum_series(registry.snapshot(), "glassbox_host_covered_events_total", {}), 0);
+  EXPECT_EQ(allocator.stats().pending_events, 3);  // a's first: the walk stops there
+  for (int i = 0; i < 4; ++i) EXPECT_NE(allocator.allocate(64).ptr, a.ptr) << "reused before its stream passed";
+}
+
 // nvtx_mem_regions: every hand-out, new block or cached, tells the backend
 // the bytes asked for; without it the backend hears nothing.
 TEST(HostAllocator, NvtxMemRegionsMarksEachHandOutsRequestedBytes) {

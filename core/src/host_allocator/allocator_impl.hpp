@@ -79,26 +79,27 @@ struct FreeList {
 
 // Blocks one event covers: `head` and the blocks chained from it through
 // Block::group_next (one block, unless its event was deferred); and where
-// the event stands among others: the stream it was recorded on, the thread
-// that recorded it and that thread's count of records so far. Of two events
+// the event stands among others: the stream it was recorded on (its serial,
+// HostBackend::stream_serial), the thread that recorded it and that
+// thread's count of records so far. Of two events
 // one thread recorded on one stream, the later completes after the earlier
 // (stream order); across threads no order holds (two records race to the
 // driver, and then to the shard's lock), nor in the shard's queue.
 struct EventGroup {
   EventId event = 0;
   Block* head = nullptr;
-  StreamId stream = 0;
+  std::uint64_t stream_serial = 0;  // 0: unknown, in no order with any other
   std::uint32_t recorder = 0;
   std::uint64_t seq = 0;
 };
 
-// The group of an event the calling thread has just recorded on `stream`,
-// stamped with the thread and its count of records.
-EventGroup just_recorded(EventId event, Block* head, StreamId stream) noexcept;
+// The group of an event the calling thread has just recorded on the stream
+// of `stream_serial`, stamped with the thread and its count of records.
+EventGroup just_recorded(EventId event, Block* head, std::uint64_t stream_serial) noexcept;
 
-// Whether two events were recorded by one thread on one stream.
+// Whether two events were recorded by one thread on one known stream.
 inline bool same_source(const EventGroup& a, const EventGroup& b) noexcept {
-  return a.stream == b.stream && a.recorder == b.recorder;
+  return a.stream_serial != 0 && a.stream_serial == b.stream_serial && a.recorder == b.recorder;
 }
 
 // Blocks freed on one long-lived stream since its last event (deferred: see
@@ -132,6 +133,9 @@ struct alignas(64) EventShard {
   // let pass after one that was still pending (Impl::release_by_probe).
   int probe_lag = 1;
   int probe_rest = 0;
+  // Under mu: the thread and stream of the event a poll released last
+  // (Impl::batches: the stream a thread keeps freeing on).
+  EventGroup last_released;
 };
 
 // The calling thread's event shard (1 + its index; 0 until chosen).

@@ -159,23 +159,26 @@ Block* CachingHostAllocator::Impl::allocate_uncached(std::size_t size, std::uint
 }
 
 // Whether allocate() makes a new block rather than poll: while fewer than a
-// cache's worth of the class's blocks freed here wait on events, and the
-// shard's newest and oldest events are of one thread and stream, for blocks
-// a thread cache holds. One query can then cover many of them
-// (release_by_probe): with one block in flight, each free's event was
-// queried by the next allocate, and the query was half the driver's cost of
-// the record path. The price is up to a cache's worth of blocks per class
-// and thread more than reuse at first chance needs, as deferred groups
-// cost; a cache of 0 turns both off. Events of many streams or threads
-// would not share a query: there the poll is made at once, as before.
+// cache's worth of the class's blocks freed here wait on events, all of
+// one thread and stream (the shard's newest and oldest are), the stream of
+// the event a poll here released last: a thread that keeps freeing blocks
+// on one stream. For blocks a thread cache holds. One query can then cover
+// many of them (release_by_probe): with one block in flight, each free's
+// event was queried by the next allocate, and the query was half the
+// driver's cost of the record path. The price is up to a cache's worth of
+// blocks per class and thread more than reuse at first chance needs, as
+// deferred groups cost; a cache of 0 turns both off. Blocks freed on many
+// streams or by many threads would not share a query: they are polled at
+// once, as before.
 bool CachingHostAllocator::Impl::batches(const BlockPool& pool, EventShard& own, std::size_t size,
                                          std::uint32_t cls) const noexcept {
-  if (&pool != &default_pool || size > ThreadCache::kMaxBlock || own.pending.load(std::memory_order_relaxed) < 2 ||
+  if (&pool != &default_pool || size > ThreadCache::kMaxBlock || own.pending.load(std::memory_order_relaxed) == 0 ||
       own.waiting[cls].load(std::memory_order_relaxed) >= full_group()) {
     return false;
   }
   std::lock_guard lock(own.mu);
-  return own.events.size() >= 2 && same_source(own.events.front(), own.events.back());
+  return !own.events.empty() && same_source(own.events.front(), own.events.back()) &&
+         same_source(own.events.back(), own.last_released);
 }
 
 void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool hit, bool captured) {
@@ -458,7 +461,10 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
     captured =
         captured || std::any_of(streams.begin(), streams.end(), [&](StreamId s) { return backend->is_capturing(s); });
     if (!captured) {
-      for (StreamId s : streams) events.push_back(just_recorded(backend->record_event(s), b, s));
+      for (StreamId s : streams) {
+        const EventId e = backend->record_event(s);
+        events.push_back(just_recorded(e, b, backend->stream_serial(s)));
+      }
     }
   } catch (...) {
     failure = std::current_exception();

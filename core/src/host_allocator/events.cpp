@@ -45,11 +45,11 @@ std::uint32_t BlockPool::next_event_shard() noexcept {
 
 thread_local constinit std::uint32_t tl_event_shard = 0;
 
-EventGroup just_recorded(EventId event, Block* head, StreamId stream) noexcept {
+EventGroup just_recorded(EventId event, Block* head, std::uint64_t stream_serial) noexcept {
   static std::atomic<std::uint32_t> threads{0};
   thread_local const std::uint32_t recorder = threads.fetch_add(1, std::memory_order_relaxed) + 1;
   thread_local std::uint64_t records = 0;
-  return EventGroup{event, head, stream, recorder, ++records};
+  return EventGroup{event, head, stream_serial, recorder, ++records};
 }
 
 // size == -1: first one query for many (release_by_probe); then, unless it
@@ -101,6 +101,10 @@ bool CachingHostAllocator::Impl::release_polled(BlockPool& pool, EventShard& sha
   for (const EventGroup& entry : polled) {
     backend->release_event(entry.event);
     available = release_group(pool, shard, entry, poll, wanted, fill_cache, kept) || available;
+  }
+  {
+    std::lock_guard lock(shard.mu);
+    shard.last_released = polled.back();
   }
   // Last: once the backlog reads zero, every block it held is reusable.
   const auto n = static_cast<std::int64_t>(polled.size());
@@ -280,13 +284,15 @@ void CachingHostAllocator::Impl::record_group(BlockPool& pool, EventShard& shard
     m.deferred_blocks.add(-group.blocks);
     return;
   }
+  const EventGroup entry =
+      recorded ? just_recorded(event, group.head, backend->stream_serial(group.stream)) : EventGroup{};
   {
     std::lock_guard lock(shard.mu);
     if (!recorded) {
       shard.open.push_back(group);
       return;
     }
-    shard.events.push_front(just_recorded(event, group.head, group.stream));
+    shard.events.push_front(entry);
     shard.pending.fetch_add(1, std::memory_order_relaxed);
     shard.deferred.fetch_sub(group.blocks, std::memory_order_relaxed);
   }

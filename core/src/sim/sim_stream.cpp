@@ -1,5 +1,7 @@
 #include "glassbox/sim/sim_stream.hpp"
 
+#include <atomic>
+
 #include <chrono>
 
 #include "glassbox/error.hpp"
@@ -30,8 +32,15 @@ void SimEvent::synchronize() const {
   }
 }
 
+namespace {
+std::uint64_t next_serial() noexcept {
+  static std::atomic<std::uint64_t> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+}  // namespace
+
 SimStream::SimStream(Mode mode, std::string name)
-    : mode_(mode), name_(std::move(name)), state_(std::make_shared<SimEvent::State>()) {
+    : mode_(mode), name_(std::move(name)), serial_(next_serial()), state_(std::make_shared<SimEvent::State>()) {
   if (mode_ == Mode::worker) worker_ = std::thread([this] { worker_loop(); });
 }
 

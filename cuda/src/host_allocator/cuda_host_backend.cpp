@@ -80,6 +80,7 @@ struct DriverCalls {
   PFN_cuStreamIsCapturing_v10000 stream_is_capturing = nullptr;
   PFN_cuEventRecord_v2000 event_record = nullptr;
   PFN_cuEventQuery_v2000 event_query = nullptr;
+  PFN_cuStreamGetId_v12000 stream_get_id = nullptr;
 };
 
 template <class Fn>
@@ -99,6 +100,7 @@ const DriverCalls& driver() {
       entry_point<PFN_cuStreamIsCapturing_v10000>("cuStreamIsCapturing", 10000),
       entry_point<PFN_cuEventRecord_v2000>("cuEventRecord", 2000),
       entry_point<PFN_cuEventQuery_v2000>("cuEventQuery", 2000),
+      entry_point<PFN_cuStreamGetId_v12000>("cuStreamGetId", 12000),
   };
   return calls;
 }
@@ -333,6 +335,20 @@ bool CudaHostBackend::is_capturing(host_allocator::StreamId stream) const {
     return status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
   }
   return runtime_is_capturing(s);
+}
+
+// CUDA's stream id: unique over the process's life, where handles are
+// reused; for the legacy and per-thread default streams, the one meant
+// (the calling thread's, for the latter).
+std::uint64_t CudaHostBackend::stream_serial(host_allocator::StreamId stream) const noexcept {
+  unsigned long long serial = 0;
+  if (auto fn = driver().stream_get_id;
+      fn != nullptr && fn(reinterpret_cast<CUstream>(stream), &serial) == CUDA_SUCCESS) {
+    return serial;
+  }
+  if (cudaStreamGetId(reinterpret_cast<cudaStream_t>(stream), &serial) == cudaSuccess) return serial;
+  (void)cudaGetLastError();  // not the caller's error to find later
+  return 0;
 }
 
 bool CudaHostBackend::stream_outlives_allocator(host_allocator::StreamId stream) const noexcept {

@@ -23,6 +23,7 @@ class ForwardingHostBackend : public HostBackend {
   void release_event(EventId event) noexcept override { inner.release_event(event); }
   StreamId current_stream() const override { return inner.current_stream(); }
   bool is_capturing(StreamId stream) const override { return inner.is_capturing(stream); }
+  std::uint64_t stream_serial(StreamId stream) const noexcept override { return inner.stream_serial(stream); }
   bool stream_outlives_allocator(StreamId stream) const noexcept override {
     return inner.stream_outlives_allocator(stream);
   }

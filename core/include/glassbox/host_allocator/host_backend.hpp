@@ -58,6 +58,12 @@ class HostBackend {
   /// (a stream of its own pool, never destroyed): record_stream() then defers
   /// as if the caller had promised it. Asked at every record without a promise.
   virtual bool stream_outlives_allocator(StreamId /*stream*/) const noexcept { return false; }
+  /// A number no other stream of the process had, asked at each record: two
+  /// events of one thread on one stream share a poll (the later completing
+  /// says the earlier did), and a stream's handle may be reused once it is
+  /// destroyed, for a stream whose work is in no order with the old one's.
+  /// 0: the backend cannot tell (events then share no poll).
+  virtual std::uint64_t stream_serial(StreamId /*stream*/) const noexcept { return 0; }
   virtual std::string name() const = 0;
   /// The block at `ptr` (of `block_bytes`) is handed out for `requested`
   /// bytes: a backend may tell a tool where the request ends (CUDA: an NVTX

@@ -40,6 +40,9 @@ class SimHostBackend final : public HostBackend {
   bool stream_outlives_allocator(StreamId stream) const noexcept override {
     return stream != 0 && stream == pool_stream.load(std::memory_order_relaxed);
   }
+  std::uint64_t stream_serial(StreamId stream) const noexcept override {
+    return stream == 0 ? 0 : reinterpret_cast<const sim::SimStream*>(stream)->serial();
+  }
   std::string name() const override { return "sim"; }
 
   std::size_t live_bytes() const;

@@ -70,6 +70,9 @@ class SimStream {
   std::uint64_t submitted() const;
   std::uint64_t completed() const;
   const std::string& name() const noexcept { return name_; }
+  /// A number no other SimStream of the process had (1, 2, ...), where a
+  /// destroyed stream's address may come back for a new one.
+  std::uint64_t serial() const noexcept { return serial_; }
 
   /// Stream capture, as cudaStreamBeginCapture/EndCapture mark it.
   void begin_capture();
@@ -86,6 +89,7 @@ class SimStream {
 
   const Mode mode_;
   const std::string name_;
+  const std::uint64_t serial_;
   std::shared_ptr<SimEvent::State> state_;
   std::deque<Item> queue_;  // guarded by state_->mu
   bool stopping_ = false;

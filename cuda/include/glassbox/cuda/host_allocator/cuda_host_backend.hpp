@@ -37,6 +37,7 @@ class CudaHostBackend final : public host_allocator::HostBackend {
   bool is_capturing(host_allocator::StreamId stream) const override;
   /// True for glassbox's pool streams (stream_pool.hpp), which are never destroyed.
   bool stream_outlives_allocator(host_allocator::StreamId stream) const noexcept override;
+  std::uint64_t stream_serial(host_allocator::StreamId stream) const noexcept override;
   std::string name() const override { return "cuda"; }
   void mark_requested(void* ptr, std::size_t requested, std::size_t block_bytes) noexcept override;
   /// Events this backend has created: each is reused once its poll finds it
