@@ -2,6 +2,7 @@
 
 #include <cudaTypedefs.h>
 #include <unistd.h>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -161,16 +162,21 @@ bool runtime_is_capturing(cudaStream_t s) {
 // spare per thread spares both trips through mu_. It goes back to its
 // backend's list when the thread exits or moves on to another backend's
 // events, so that no event sits unused in a thread that will not record.
+// A few events of one backend kept by a thread, so that the record path
+// takes none from the shared pool: a poll may give back many at once (one
+// query covers many events, events.cpp), and with one spare the rest went
+// through the pool's mutex, which sixteen threads then met at each record.
 struct CudaHostBackend::SpareEvent {
+  static constexpr int kMax = 16;
   std::uint64_t owner = 0;
-  PooledEvent* event = nullptr;
+  std::array<PooledEvent*, kMax> events{};
+  int count = 0;
   SpareEvent() = default;
   SpareEvent(const SpareEvent&) = delete;
   SpareEvent& operator=(const SpareEvent&) = delete;
   ~SpareEvent() { hand_back(); }
   void hand_back() noexcept {
-    if (event != nullptr) return_to_owner(owner, event);
-    event = nullptr;
+    for (; count > 0; --count) return_to_owner(owner, events[count - 1]);
   }
 };
 thread_local CudaHostBackend::SpareEvent CudaHostBackend::spare_;
@@ -262,8 +268,8 @@ void CudaHostBackend::deallocate(void* ptr, std::size_t) noexcept {
 
 CudaHostBackend::PooledEvent* CudaHostBackend::take_event(int device) {
   SpareEvent& spare = spare_;
-  if (spare.owner == serial_ && spare.event != nullptr && spare.event->device == device) {
-    return std::exchange(spare.event, nullptr);
+  if (spare.owner == serial_ && spare.count > 0 && spare.events[spare.count - 1]->device == device) {
+    return spare.events[--spare.count];
   }
   {
     std::lock_guard lock(mu_);
@@ -316,10 +322,12 @@ host_allocator::EventPoll CudaHostBackend::query_event(host_allocator::EventId e
 void CudaHostBackend::release_event(host_allocator::EventId event) noexcept {
   auto* e = reinterpret_cast<PooledEvent*>(event);
   SpareEvent& spare = spare_;
-  if (spare.owner != serial_) spare.hand_back();
-  if (spare.event == nullptr) {
+  if (spare.owner != serial_) {
+    spare.hand_back();
     spare.owner = serial_;
-    spare.event = e;
+  }
+  if (spare.count < SpareEvent::kMax) {
+    spare.events[spare.count++] = e;
   } else {
     push_free(e);
   }

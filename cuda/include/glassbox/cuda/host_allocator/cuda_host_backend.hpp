@@ -55,8 +55,8 @@ class CudaHostBackend final : public host_allocator::HostBackend {
   PooledEvent* take_event(int device);
   void push_free(PooledEvent* e);  // onto its device's list, under mu_
 
-  // A thread's spare event (cuda_host_backend.cpp): the one it gave back
-  // last, taken again by its next record without mu_.
+  // A thread's spare events (cuda_host_backend.cpp): the last few it gave
+  // back, taken again by its next records without mu_.
   struct SpareEvent;
   static thread_local SpareEvent spare_;
   // Gives an event back to the backend with that serial, if it still exists.
