@@ -159,8 +159,9 @@ std::optional<Probe> take_probe(EventShard& shard, std::size_t scan) {
 // half of the driver's cost). The probe leaves `probe_lag` younger events
 // in front of it (the newest, recorded by the free just before, has rarely
 // completed). The lag halves (down to 1) when the probe had completed; when
-// it had not, the lag doubles and the next few chances pass, so that a
-// stream far behind costs few queries for nothing. A probe that failed is
+// it had not, the lag doubles plus one (up to kMaxProbeLag) and the next
+// kProbeRest chances pass, so that a stream far behind costs few queries
+// for nothing. A probe that failed is
 // released as the walk releases one (its blocks retired, the error counted).
 bool CachingHostAllocator::Impl::release_by_probe(BlockPool& pool, EventShard& shard, std::uint32_t wanted,
                                                   bool fill_cache, Block*& kept) {
