@@ -81,10 +81,10 @@ struct FreeList {
 // Block::group_next (one block, unless its event was deferred); and where
 // the event stands among others: the stream it was recorded on (its serial,
 // HostBackend::stream_serial), the thread that recorded it and that
-// thread's count of records so far. Of two events
-// one thread recorded on one stream, the later completes after the earlier
-// (stream order); across threads no order holds (two records race to the
-// driver, and then to the shard's lock), nor in the shard's queue.
+// thread's count of records so far. Of two events one thread recorded on
+// one stream, the later completes after the earlier (stream order); across
+// threads no order holds (two records race to the driver, and then to the
+// shard's lock), nor in the shard's queue.
 struct EventGroup {
   EventId event = 0;
   Block* head = nullptr;
