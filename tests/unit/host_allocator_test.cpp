@@ -12,6 +12,7 @@
 
 #include "glassbox/error.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "glassbox/host_allocator/forwarding_host_backend.hpp"
 #include "glassbox/host_allocator/sim_host_backend.hpp"
 
 namespace gs = glassbox::sim;
@@ -357,21 +358,14 @@ namespace {
 // A sim backend whose one stream handle names whichever SimStream `behind`
 // points to: as CUDA reuses a destroyed stream's handle for a new stream,
 // while the old one's work may still run.
-class ReusedHandleBackend final : public gha::HostBackend {
+class ReusedHandleBackend final : public gha::ForwardingHostBackend<SimHostBackend> {
  public:
   static constexpr gha::StreamId kHandle = 0x1000;
-  void* allocate(std::size_t bytes) override { return sim.allocate(bytes); }
-  void deallocate(void* ptr, std::size_t bytes) noexcept override { sim.deallocate(ptr, bytes); }
-  gha::EventId record_event(gha::StreamId stream) override { return sim.record_event(behind_(stream)); }
-  gha::EventPoll query_event(gha::EventId event) noexcept override { return sim.query_event(event); }
-  void release_event(gha::EventId event) noexcept override { sim.release_event(event); }
-  gha::StreamId current_stream() const override { return sim.current_stream(); }
-  bool is_capturing(gha::StreamId stream) const override { return sim.is_capturing(behind_(stream)); }
+  gha::EventId record_event(gha::StreamId stream) override { return inner.record_event(behind_(stream)); }
+  bool is_capturing(gha::StreamId stream) const override { return inner.is_capturing(behind_(stream)); }
   std::uint64_t stream_serial(gha::StreamId stream) const noexcept override {
-    return sim.stream_serial(behind_(stream));
+    return inner.stream_serial(behind_(stream));
   }
-  std::string name() const override { return "reused-handle"; }
-  SimHostBackend sim;
   SimStream* behind = nullptr;
 
  private:
