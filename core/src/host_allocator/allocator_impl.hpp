@@ -306,12 +306,16 @@ struct KnownBlocks {
 extern thread_local constinit KnownBlocks tl_known_blocks;
 
 // The calling thread's cache of the allocator it used last (by id): the
-// fast path of Impl::local_cache(), defined in thread_cache.cpp.
-extern thread_local constinit std::uint64_t tl_cache_owner;
+// fast path of Impl::local_cache(), defined in thread_cache.cpp. One
+// thread-local object rather than one per field: each thread-local costs the
+// cached pair its own load of the thread pointer and address arithmetic.
+struct LocalState {
+  std::uint64_t cache_owner = 0;
+  ThreadCache* cache = nullptr;
+};
+extern thread_local constinit LocalState tl_local;
 // Tells live threads apart: one address per thread (Block::owner).
-extern thread_local constinit char tl_token;
-inline const void* thread_token() noexcept { return &tl_token; }
-extern thread_local constinit ThreadCache* tl_cache;
+inline const void* thread_token() noexcept { return &tl_local; }
 
 struct Metrics {
   metrics::Registry& registry;
@@ -384,15 +388,16 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // poll (the seed polls at every allocation), and its pending blocks are
   // reclaimed at its next miss, or by any thread before it makes a block.
   Block* take_cached(std::uint32_t cls, std::size_t size) noexcept {
-    if (tl_cache_owner != id || !captures_empty.load(std::memory_order_relaxed)) return nullptr;
-    ThreadCache& tc = *tl_cache;
+    LocalState& local = tl_local;
+    if (local.cache_owner != id || !captures_empty.load(std::memory_order_relaxed)) return nullptr;
+    ThreadCache& tc = *local.cache;
     if (!tc.lock.owner_try_lock()) return nullptr;
     auto& slot = tc.slots[cls];  // a class above ThreadCache::kMaxBlock: always empty
     Block* b = slot.pop_credited();
     tc.lock.owner_unlock();
     if (b == nullptr) return nullptr;
     uncache(b);
-    hand_out(b, size, false);
+    hand_out(b, size, false, &local);
     bump(slot.hits, 1);
     bump(tc.requested_bytes, size);
     return b;
@@ -419,9 +424,10 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   }
   // No lock: the block is on no list, so only this caller can see it until
   // allocate() returns; record_stream and free come after, in its order.
-  void hand_out(Block* b, std::size_t size, bool captured) noexcept {
+  // `owner` is thread_token(), passed where the caller has it at hand.
+  void hand_out(Block* b, std::size_t size, bool captured, const void* owner = thread_token()) noexcept {
     b->use.store(Block::kHandedOut, std::memory_order_relaxed);
-    b->owner.store(thread_token(), std::memory_order_relaxed);
+    b->owner.store(owner, std::memory_order_relaxed);
     b->captured = captured;
     b->streams_outlive = true;
     b->requested.store(size, std::memory_order_relaxed);
@@ -471,7 +477,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // free()'s side of the race with record_stream: clears b->use and says
   // whether the block is on streams. An owner's free needs no
   // read-modify-write while only owners have recorded (record_mode).
-  inline bool settle_free(Block* b);
+  inline bool settle_free(Block* b, const void* me);
   [[gnu::noinline]] bool on_streams_after_switch(Block* b);  // a free that met record_mode's switch
   // record_stream's side: a record on a block another thread allocated
   // switches record_mode to kShared for good (one heavy fence) before it
@@ -559,8 +565,8 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
 
   // thread caches
   ThreadCache* local_cache() {
-    if (tl_cache_owner == id) [[likely]]
-      return tl_cache;
+    if (tl_local.cache_owner == id) [[likely]]
+      return tl_local.cache;
     return find_local_cache();
   }
   ThreadCache* find_local_cache();

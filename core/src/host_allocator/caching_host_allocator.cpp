@@ -380,22 +380,23 @@ void CachingHostAllocator::free(void* ctx) {
   if (ctx == nullptr) return;
   Impl& a = *impl_;
   auto* b = static_cast<Block*>(ctx);
+  const void* me = thread_token();  // next to local_cache(): one thread-pointer load for both
   ThreadCache* tc = a.local_cache();
   if (tc != nullptr) {
     bump(tc->slots[b->cls].freed, 1);
   } else {
     a.class_counts(b->cls).freed.inc();
   }
-  if (a.settle_free(b)) return a.free_with_streams(b);
+  if (a.settle_free(b, me)) return a.free_with_streams(b);
   if (tc != nullptr && a.keep_cached(*tc, b)) [[likely]]
     return;
   a.push_central(a.pool_of(b), b);
 }
 
-bool CachingHostAllocator::Impl::settle_free(Block* b) {
+bool CachingHostAllocator::Impl::settle_free(Block* b, const void* me) {
   constexpr std::uint8_t on_streams = Block::kHandedOut | Block::kOnStreams;
   if (record_mode.load(std::memory_order_relaxed) != kOwnersOnly ||
-      b->owner.load(std::memory_order_relaxed) != thread_token()) [[unlikely]] {
+      b->owner.load(std::memory_order_relaxed) != me) [[unlikely]] {
     return b->use.exchange(0, std::memory_order_acq_rel) == on_streams;
   }
   // Only owners have recorded, and this thread owns the block: no record can

@@ -28,8 +28,7 @@ thread_local LocalCaches tl_caches;
 
 LocalCaches::~LocalCaches() {
   tl_exited = true;
-  tl_cache = nullptr;
-  tl_cache_owner = 0;
+  tl_local = {};
   for (auto& e : entries) {
     if (auto a = e.allocator.lock()) a->retire_cache(*e.cache);
   }
@@ -37,9 +36,7 @@ LocalCaches::~LocalCaches() {
 
 }  // namespace
 
-thread_local constinit std::uint64_t tl_cache_owner = 0;
-thread_local constinit ThreadCache* tl_cache = nullptr;
-thread_local constinit char tl_token = 0;
+thread_local constinit LocalState tl_local;
 
 ThreadCache* CachingHostAllocator::Impl::find_local_cache() {
   if (config.thread_cache == 0 || tl_exited) return nullptr;
@@ -55,9 +52,8 @@ ThreadCache* CachingHostAllocator::Impl::find_local_cache() {
     entries.push_back({id, weak_from_this(), tc});
     it = entries.end() - 1;
   }
-  tl_cache_owner = id;
-  tl_cache = it->cache.get();
-  return tl_cache;
+  tl_local = {id, it->cache.get()};
+  return tl_local.cache;
 }
 
 // Moves a cache's blocks to the shared free lists. Caller holds caches_mu
