@@ -395,8 +395,8 @@ void CachingHostAllocator::free(void* ctx) {
 
 bool CachingHostAllocator::Impl::settle_free(Block* b, const void* me) {
   constexpr std::uint8_t on_streams = Block::kHandedOut | Block::kOnStreams;
-  if (record_mode.load(std::memory_order_relaxed) != kOwnersOnly ||
-      b->owner.load(std::memory_order_relaxed) != me) [[unlikely]] {
+  if (record_mode.load(std::memory_order_relaxed) != kOwnersOnly || b->owner.load(std::memory_order_relaxed) != me)
+      [[unlikely]] {
     return b->use.exchange(0, std::memory_order_acq_rel) == on_streams;
   }
   // Only owners have recorded, and this thread owns the block: no record can
