@@ -87,6 +87,16 @@ class CompareTable(unittest.TestCase):
                      row("pytorch", "m", 1, 2e6), row("pytorch", "m", 8, 3e6)])
         self.assertEqual(line_of(out, "m @8 vs 1 thr")[5:], ["6.00x", "1.50x"])
 
+    def test_repeated_runs_get_each_runs_own_scaling_and_the_rounds_glassbox_led(self):
+        # Run by run (one process measures both thread counts): glassbox 8 / 4 / 6, PyTorch 5 / 5 / 7.
+        out = table([row("glassbox", "m", t, r) for t, rs in ((1, (1e6, 2e6, 1e6)), (8, (8e6, 8e6, 6e6)))
+                     for r in rs] +
+                    [row("pytorch", "m", t, r) for t, rs in ((1, (1e6, 1e6, 1e6)), (8, (5e6, 5e6, 7e6)))
+                     for r in rs])
+        # Of the medians: glassbox 8 M/s over 1 M/s, PyTorch 5 over 1.
+        self.assertEqual(line_of(out, "m @8 vs 1 thr")[5:], ["8.00x", "5.00x", "6.00x", "(4.00-8.00)", "/", "5.00x",
+                                                            "(5.00-7.00),", "1", "of", "3"])
+
 
 if __name__ == "__main__":
     unittest.main()
