@@ -21,8 +21,11 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <ctime>
+#include <mutex>
+#include <thread>
 
 namespace glassbox::bench::engine {
 
@@ -101,7 +104,8 @@ void chain_forward_backward(benchmark::State& state) {
 // both sides, so that each side's process runs the same neighbours: on the
 // H100 host, glassbox's single-thread benchmarks ran up to half again as
 // slow after an 8-thread one in the same process, this one included, and
-// PyTorch's did not (bench/RESULTS.md, session 16). Items are steps.
+// PyTorch's did not (bench/RESULTS.md, session 16; for the engine rows,
+// session 21 found why: MultiThreadedProcess below). Items are steps.
 inline void host_scaling_reference(benchmark::State& state) {
   constexpr int kSteps = 4096;
   std::uint64_t x = 0x9E3779B97F4A7C15ULL;
@@ -115,6 +119,38 @@ inline void host_scaling_reference(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * kSteps);
 }
+
+/// A thread started before any benchmark and kept until the last one ends.
+/// Until a process starts its first thread, glibc's malloc takes no locks and
+/// libstdc++'s shared_ptr counts without atomic instructions; from then on
+/// both pay, for good. Without it, a one-thread repetition ran on the cheap
+/// paths when it came before every multi-thread one (random interleaving) and
+/// on the atomic ones after: our 1-thread forward + backward read 1.6 or
+/// 3.4 M nodes/s by that order alone on the H100 host (bench/RESULTS.md,
+/// session 21). A library user's process has threads (glassbox's own exporters
+/// start some), so every repetition runs in one that has.
+class MultiThreadedProcess {
+ public:
+  MultiThreadedProcess()
+      : thread_([this] {
+          std::unique_lock lock(mu_);
+          done_cv_.wait(lock, [this] { return done_; });
+        }) {}
+  ~MultiThreadedProcess() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    done_cv_.notify_one();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 template <class Lib>
 void register_benchmarks() {
@@ -152,6 +188,7 @@ int run_benchmarks(int argc, char** argv) {
   register_benchmarks<Lib>();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  MultiThreadedProcess threads;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
