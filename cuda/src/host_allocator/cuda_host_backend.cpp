@@ -157,15 +157,14 @@ bool runtime_is_capturing(cudaStream_t s) {
 }
 }  // namespace
 
-// On the allocate / record / free path a thread gives an event back (its
-// poll found it complete) and then takes one (its free records), so one
-// spare per thread spares both trips through mu_. It goes back to its
-// backend's list when the thread exits or moves on to another backend's
-// events, so that no event sits unused in a thread that will not record.
-// A few events of one backend kept by a thread, so that the record path
-// takes none from the shared pool: a poll may give back many at once (one
-// query covers many events, events.cpp), and with one spare the rest went
-// through the pool's mutex, which sixteen threads then met at each record.
+// On the allocate / record / free path a thread gives events back (its
+// poll found them complete) and then takes one (its free records), so a few
+// spares per thread spare both trips through mu_. A poll may give back many
+// at once (one query covers many events, events.cpp): with one spare the
+// rest went through mu_, which sixteen threads then met at each record. The
+// spares go back to their backend's list when the thread exits or moves on
+// to another backend's events, so that none sit unused in a thread that will
+// not record.
 struct CudaHostBackend::SpareEvent {
   static constexpr int kMax = 16;
   std::uint64_t owner = 0;
