@@ -133,9 +133,21 @@ struct alignas(64) EventShard {
   // let pass after one that was still pending (Impl::release_by_probe).
   int probe_lag = 1;
   int probe_rest = 0;
-  // Under mu: the thread and stream of the event a poll released last
-  // (Impl::batches: the stream a thread keeps freeing on).
-  EventGroup last_released;
+  // The thread and stream of the event a poll released last (Impl::batches:
+  // the stream a thread keeps freeing on). Atomics, not under mu: a poll
+  // notes them after its release without taking the lock again. Two polls
+  // of one shard at once may leave one's thread with the other's stream;
+  // batches() then misjudges once, which costs a block or a poll, not safety.
+  std::atomic<std::uint64_t> released_stream{0};
+  std::atomic<std::uint32_t> released_recorder{0};
+  void note_released(const EventGroup& e) noexcept {
+    released_stream.store(e.stream_serial, std::memory_order_relaxed);
+    released_recorder.store(e.recorder, std::memory_order_relaxed);
+  }
+  bool released_last(const EventGroup& e) const noexcept {
+    return e.stream_serial != 0 && e.stream_serial == released_stream.load(std::memory_order_relaxed) &&
+           e.recorder == released_recorder.load(std::memory_order_relaxed);
+  }
 };
 
 // The calling thread's event shard (1 + its index; 0 until chosen).

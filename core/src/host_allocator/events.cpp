@@ -102,10 +102,7 @@ bool CachingHostAllocator::Impl::release_polled(BlockPool& pool, EventShard& sha
     backend->release_event(entry.event);
     available = release_group(pool, shard, entry, poll, wanted, fill_cache, kept) || available;
   }
-  {
-    std::lock_guard lock(shard.mu);
-    shard.last_released = polled.back();
-  }
+  shard.note_released(polled.back());
   // Last: once the backlog reads zero, every block it held is reusable.
   const auto n = static_cast<std::int64_t>(polled.size());
   backlog_gone = shard.pending.fetch_sub(n, std::memory_order_release) == n;
