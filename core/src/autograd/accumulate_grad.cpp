@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "glassbox/autograd/detail/pooled.hpp"
 #include "tensor_math.hpp"
 
 namespace glassbox::autograd {
@@ -33,7 +34,7 @@ Edge gradient_edge(const Tensor& t) {
   std::lock_guard lock(impl.mu);
   std::shared_ptr<Node> acc = impl.grad_accumulator.lock();
   if (!acc) {
-    acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
+    acc = detail::make_pooled<AccumulateGrad>(t.impl_ptr());
     impl.grad_accumulator = acc;
   }
   return Edge{std::move(acc), 0};

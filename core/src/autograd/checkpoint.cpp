@@ -83,7 +83,7 @@ TensorList checkpoint(CheckpointFn fn, const TensorList& inputs) {
   if (outs.empty()) throw Error("checkpoint: the function returned no tensors");
   std::vector<Edge> edges;
   for (const Tensor& t : inputs) edges.push_back(gradient_edge(t));
-  auto node = std::make_shared<CheckpointBackward>(outs[0].device(), std::move(edges), std::move(fn), inputs);
+  auto node = detail::make_pooled<CheckpointBackward>(outs[0].device(), std::move(edges), std::move(fn), inputs);
   TensorList result;
   for (const Tensor& o : outs) {
     detail::check_defined("checkpoint", o);

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "glassbox/autograd/accumulate_grad.hpp"
+#include "glassbox/autograd/detail/pooled.hpp"
 #include "glassbox/autograd/grad_mode.hpp"
 #include "glassbox/autograd/node.hpp"
 #include "glassbox/autograd/saved_tensor.hpp"
@@ -42,7 +43,7 @@ Tensor record(Tensor out, std::initializer_list<const Tensor*> inputs, Args&&...
   std::vector<Edge> edges;
   edges.reserve(inputs.size());
   for (const Tensor* t : inputs) edges.push_back(gradient_edge(*t));
-  set_history(out, std::make_shared<N>(out.device(), std::move(edges), std::forward<Args>(args)...));
+  set_history(out, make_pooled<N>(out.device(), std::move(edges), std::forward<Args>(args)...));
   return out;
 }
 

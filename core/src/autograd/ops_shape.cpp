@@ -12,7 +12,7 @@ namespace {
 // Shares x's storage and version counter, as a view does: an in-place change
 // through either alias is seen by tensors saved through the other.
 Tensor view_as(const Tensor& x, Shape shape) {
-  return Tensor(std::make_shared<TensorImpl>(shape, x.device(), x.impl()->storage));
+  return Tensor(detail::make_pooled<TensorImpl>(shape, x.device(), x.impl()->storage));
 }
 
 class ReshapeBackward final : public Node {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "glassbox/autograd/detail/pooled.hpp"
 #include "glassbox/autograd/grad_mode.hpp"
 #include "glassbox/error.hpp"
 #include "tensor_math.hpp"
@@ -35,7 +36,7 @@ void check_device(int device) {
 std::shared_ptr<Storage> device_storage(Shape shape, int device) {
   check_device(device);
   if (math::kernels_for(device) == nullptr) return nullptr;
-  return std::make_shared<Storage>(device, static_cast<std::size_t>(shape.numel()));
+  return detail::make_pooled<Storage>(device, static_cast<std::size_t>(shape.numel()));
 }
 
 void check_host(const TensorImpl& impl, const char* what) {
@@ -91,23 +92,24 @@ Tensor Tensor::from(Shape shape, std::vector<float> values, int device) {
   }
   if (auto storage = device_storage(shape, device)) {
     math::kernels_for(device)->copy_from_host(device, values.data(), storage->device_data, values.size());
-    return Tensor(std::make_shared<TensorImpl>(shape, device, std::move(storage)));
+    return Tensor(detail::make_pooled<TensorImpl>(shape, device, std::move(storage)));
   }
-  return Tensor(std::make_shared<TensorImpl>(shape, device, std::make_shared<Storage>(std::move(values), device)));
+  return Tensor(
+      detail::make_pooled<TensorImpl>(shape, device, detail::make_pooled<Storage>(std::move(values), device)));
 }
 
 Tensor Tensor::full(Shape shape, float value, int device) {
   if (auto storage = device_storage(shape, device)) {
     math::kernels_for(device)->fill(device, storage->device_data, static_cast<std::size_t>(shape.numel()), value);
-    return Tensor(std::make_shared<TensorImpl>(shape, device, std::move(storage)));
+    return Tensor(detail::make_pooled<TensorImpl>(shape, device, std::move(storage)));
   }
-  return Tensor(std::make_shared<TensorImpl>(
-      shape, device, std::make_shared<Storage>(static_cast<std::size_t>(shape.numel()), value, device)));
+  return Tensor(detail::make_pooled<TensorImpl>(
+      shape, device, detail::make_pooled<Storage>(static_cast<std::size_t>(shape.numel()), value, device)));
 }
 
 Tensor Tensor::empty(Shape shape, int device) {
   if (auto storage = device_storage(shape, device)) {
-    return Tensor(std::make_shared<TensorImpl>(shape, device, std::move(storage)));
+    return Tensor(detail::make_pooled<TensorImpl>(shape, device, std::move(storage)));
   }
   return zeros(shape, device);
 }
@@ -167,7 +169,7 @@ std::uint32_t Tensor::version() const noexcept { return impl_->storage->version.
 
 Tensor Tensor::detach() const {
   const TensorImpl& impl = checked(impl_.get());
-  return Tensor(std::make_shared<TensorImpl>(impl.shape, impl.device, impl.storage));
+  return Tensor(detail::make_pooled<TensorImpl>(impl.shape, impl.device, impl.storage));
 }
 
 Tensor Tensor::clone() const {
