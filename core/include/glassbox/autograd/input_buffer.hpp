@@ -4,6 +4,7 @@
 // Not thread-safe: the engine guards each buffer with its graph task's lock.
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "glassbox/autograd/node.hpp"
 
@@ -13,6 +14,13 @@ class InputBuffer {
  public:
   InputBuffer() = default;
   explicit InputBuffer(std::size_t slots) : grads_(slots) {}
+  /// A one-slot buffer holding `only`'s single gradient, the list itself
+  /// kept: a chain's nodes hand one list along instead of each making one.
+  static InputBuffer holding(TensorList&& only) {
+    InputBuffer b;
+    b.grads_ = std::move(only);
+    return b;
+  }
 
   /// Adds `grad` into `slot`, in place when no one else holds the slot's
   /// tensor or its data. An undefined `grad` adds nothing.
