@@ -191,6 +191,28 @@ TEST_F(EngineTest, HooksRunInOrderAroundApplyAndMayChangeGradients) {
   EXPECT_FLOAT_EQ(x.grad().item(), 60.0F);
 }
 
+// What a post-hook leaves is checked as apply()'s results are: a list of the
+// wrong length or a gradient of the wrong shape is an error naming the node,
+// never routed (a short list was read past its end).
+TEST_F(EngineTest, APostHookThatBreaksTheResultsFailsTheBackwardClearly) {
+  const std::vector<std::pair<const char*, ga::Node::PostHook>> hooks = {
+      {"produced 0 gradients for 1 edges", [](TensorList& out, const TensorList&) { out.clear(); }},
+      {"of shape [2]", [](TensorList& out, const TensorList&) { out[0] = Tensor::ones(Shape{2}); }},
+  };
+  for (const auto& [says, hook] : hooks) {
+    Tensor x = leaf1(1.0F);
+    Tensor y = x * 3.0F;
+    y.grad_fn()->add_post_hook(hook);
+    try {
+      run_backward(y);
+      FAIL() << "a post-hook's broken results must fail the backward (" << says << ")";
+    } catch (const ga::BackwardError& e) {
+      EXPECT_EQ(e.node(), "MulScalarBackward");
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST_F(EngineTest, ReadyNodesRunLatestCreatedFirst) {
   Tensor x = leaf1(1.0F);
   Tensor a = x * 2.0F;

@@ -404,7 +404,10 @@ struct Engine::Impl {
     TensorList results = any ? node.apply(std::move(grads)) : TensorList(node.next_edges().size());
     check_gradients(node.name(), node.next_edges(), results);
     if (!g.keep_graph) node.release_variables();
-    for (const Node::PostHook& hook : node.post_hooks()) hook(results, kept_for_hooks);
+    if (!node.post_hooks().empty()) {
+      for (const Node::PostHook& hook : node.post_hooks()) hook(results, kept_for_hooks);
+      check_gradients(node.name(), node.next_edges(), results);  // a hook may have changed them
+    }
     route(g, node.name(), node.next_edges(), std::move(results));
   }
 
