@@ -358,16 +358,14 @@ struct Engine::Impl {
       // Moved out, not erased (a node becomes ready once per graph task), so
       // an emptied buffer is as good as none.
       InputBuffer* waiting = g.not_ready.find(fn);
-      InputBuffer buffer;
-      if (waiting && waiting->slots() != 0) {
-        buffer = std::move(*waiting);
-        buffer.add(e.input_nr, std::move(grads[i]));
-      } else if (grads.size() == 1 && fn->num_inputs() == 1) {
-        buffer = InputBuffer::holding(std::move(grads));  // the last use of grads: its only edge
-      } else {
-        buffer = InputBuffer(fn->num_inputs());
-        buffer.add(e.input_nr, std::move(grads[i]));
-      }
+      const bool partial = waiting && waiting->slots() != 0;
+      // A lone gradient for a one-input node: the list it came in becomes the
+      // buffer (the last use of grads: its only edge).
+      const bool hand_list = !partial && grads.size() == 1 && fn->num_inputs() == 1;
+      InputBuffer buffer = partial     ? std::move(*waiting)
+                           : hand_list ? InputBuffer::holding(std::move(grads))
+                                       : InputBuffer(fn->num_inputs());
+      if (!hand_list) buffer.add(e.input_nr, std::move(grads[i]));
       ReadyQueue& q = queue_for(g, fn->device());
       g.count_queued();  // before the push: another thread may run and finish the task at once
       try {

@@ -144,9 +144,9 @@ struct alignas(64) EventShard {
     released_stream.store(e.stream_serial, std::memory_order_relaxed);
     released_recorder.store(e.recorder, std::memory_order_relaxed);
   }
-  bool released_last(const EventGroup& e) const noexcept {
-    return e.stream_serial != 0 && e.stream_serial == released_stream.load(std::memory_order_relaxed) &&
-           e.recorder == released_recorder.load(std::memory_order_relaxed);
+  EventGroup last_released() const noexcept {
+    return EventGroup{.stream_serial = released_stream.load(std::memory_order_relaxed),
+                      .recorder = released_recorder.load(std::memory_order_relaxed)};
   }
 };
 

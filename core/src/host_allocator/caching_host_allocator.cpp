@@ -180,7 +180,7 @@ bool CachingHostAllocator::Impl::batches(const BlockPool& pool, EventShard& own,
   }
   std::lock_guard lock(own.mu);
   return !own.events.empty() && same_source(own.events.front(), own.events.back()) &&
-         own.released_last(own.events.back());
+         same_source(own.events.back(), own.last_released());
 }
 
 void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool hit, bool captured) {
