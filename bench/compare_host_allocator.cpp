@@ -86,6 +86,17 @@ void* record_and_query() {
   if (cudaError_t e = cudaEventQuery(event); e != cudaErrorNotReady) gcu::check_cuda(e, "cudaEventQuery");
   return event;
 }
+
+// One cudaEventRecord on an idle stream, then cudaEventQuery until it has
+// completed: how long the GPU takes to pass an event, which sets how many
+// records of the record path are in flight (its batching waits beyond them).
+void* record_until_complete() {
+  auto* event = static_cast<cudaEvent_t>(record_only());
+  cudaError_t e;
+  while ((e = cudaEventQuery(event)) == cudaErrorNotReady) {}
+  gcu::check_cuda(e, "cudaEventQuery");
+  return event;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,6 +116,8 @@ int main(int argc, char** argv) {
     if (gc::driver_call_counter() == nullptr) {
       gc::report_sweep("cuda", "event_record_and_query", record_and_query, gc::kShortThreadSweep);
       gc::report_sweep("cuda", "event_record", record_only, gc::kShortThreadSweep);
+      gc::report_sweep("cuda", "event_record_until_complete", record_until_complete,
+                       std::span(gc::kShortThreadSweep, 1));
     }
   }
   if (gc::wanted(argc, argv, "host_alloc_record_event_long_lived")) {

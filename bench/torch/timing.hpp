@@ -152,7 +152,8 @@ inline DriverCallCounts driver_call_counter() {
   return counter;
 }
 
-/// Instead of timing `fn`, one JSON line with the CUDA runtime calls per call
+/// Instead of timing `fn`, one JSON line with the CUDA calls (runtime, and driver
+/// calls through entry points fetched from it) per call
 /// of it, counted over `calls` warm calls on one thread (every thread of the
 /// process counts: a side's background work is part of what it pays).
 template <class Fn>

@@ -79,8 +79,10 @@ struct ModelEvent {
 // its own shard only).
 struct ModelProbe {
   int lag = 1;
-  int rest = 0;
 };
+
+// What a shared query found.
+enum class ModelProbeResult { none, pending, released };
 
 // The allocator's rules, written as plainly as possible. The harness runs on
 // one thread: its cache is the only one.
@@ -102,12 +104,15 @@ class Model {
   int last_released[2] = {-1, -1};  // the stream of the event a poll released last
 
   // First one query for many (probe); then, unless it freed a block of
-  // `wanted` bytes, oldest first, stopping at the first event its stream has
-  // not passed, or once a block of `wanted` bytes became free (0: none
-  // wanted). An allocate()'s poll (`refill`) puts the other blocks it frees
-  // into the thread's cache where they fit.
+  // `wanted` bytes or was still pending, oldest first, stopping at the first
+  // event its stream has not passed, or once a block of `wanted` bytes
+  // became free (0: none wanted). An allocate()'s poll (`refill`) puts the
+  // other blocks it frees into the thread's cache where they fit.
   void process(int pool, const std::vector<std::uint64_t>& completed, std::size_t wanted = 0, bool refill = false) {
-    if (probe(pool, completed, wanted, refill)) return;
+    int kept_by_probe = -1;
+    const ModelProbeResult probed = probe(pool, completed, wanted, refill, kept_by_probe);
+    if (kept_by_probe >= 0) return free_lists[{pool, wanted}].push_back(kept_by_probe);
+    if (probed == ModelProbeResult::pending) return;
     auto& q = events[pool];
     while (!q.empty()) {
       ModelEvent e = q.back();
@@ -120,15 +125,16 @@ class Model {
   }
   // The shared query: of the oldest event's stream, the event with `lag`
   // younger ones in front of it among the newest 128 (or the youngest there
-  // is but one), unless resting. Complete: it and every older one of the
-  // stream are released, and the lag halves (down to 1). Pending: back at
-  // the front, the lag doubles plus one (up to 64), 8 chances pass. Returns
-  // whether it freed a block of `wanted` bytes (then at the back of its list).
-  bool probe(int pool, const std::vector<std::uint64_t>& completed, std::size_t wanted, bool refill) {
+  // is but one). Complete: it and every older one of the stream are
+  // released, and the lag steps down by an eighth and one (down to 1).
+  // Pending: back at the front, and the lag grows by half and one (up to
+  // 64); at 64 already, found none, so that the walk goes on. `kept`: the
+  // block of `wanted` bytes it freed, if any.
+  ModelProbeResult probe(int pool, const std::vector<std::uint64_t>& completed, std::size_t wanted, bool refill,
+                         int& kept) {
     auto& q = events[pool];
     ModelProbe& p = probes[pool];
-    if (q.size() < 2) return false;
-    if (p.rest > 0) return --p.rest, false;
+    if (q.size() < 2) return ModelProbeResult::none;
     const ModelEvent oldest = q.back();
     std::ptrdiff_t at = -1;
     int younger = 0;
@@ -137,17 +143,17 @@ class Model {
       at = static_cast<std::ptrdiff_t>(i);
       if (younger++ == p.lag) break;
     }
-    if (at < 0) return false;
+    if (at < 0) return ModelProbeResult::none;
     const int lag = younger - 1;
     const ModelEvent probe = q[static_cast<std::size_t>(at)];
     q.erase(q.begin() + at);
     if (completed[static_cast<std::size_t>(probe.stream)] < probe.position) {
       q.push_front(probe);
-      p.lag = std::min(lag * 2 + 1, 64);
-      p.rest = 8;
-      return false;
+      if (lag >= 64) return ModelProbeResult::none;
+      p.lag = std::min(lag + 1 + lag / 2, 64);
+      return ModelProbeResult::pending;
     }
-    p.lag = std::max(lag / 2, 1);
+    p.lag = std::max(lag - 1 - lag / 8, 1);
     std::vector<ModelEvent> covered{probe};
     for (auto it = q.begin(); it != q.end();) {
       if (it->stream == probe.stream && it->seq < probe.seq) {
@@ -158,11 +164,8 @@ class Model {
       }
     }
     covered_events += static_cast<std::int64_t>(covered.size()) - 1;
-    int kept = -1;
     for (const ModelEvent& e : covered) release(pool, e, wanted, refill, kept);
-    if (kept < 0) return false;
-    free_lists[{pool, wanted}].push_back(kept);
-    return true;
+    return ModelProbeResult::released;
   }
   // One event seen complete: its block is free once its last event is.
   // The first free block of `wanted` bytes is kept for the caller.
@@ -179,15 +182,16 @@ class Model {
     }
   }
   // Blocks of `size` in the default pool waiting on events (or never to be
-  // reused): while fewer than a cache's worth wait, and the newest and
-  // oldest events are of one stream, the stream of the event released last,
-  // allocate() makes a new block rather than poll.
+  // reused): while fewer than a cache's worth wait beyond the probe's lag
+  // (no lag without a cache), and the newest and oldest events are of one
+  // stream, the stream of the event released last, allocate() makes a new
+  // block rather than poll.
   bool batches(std::size_t size) const {
     const auto& q = events[0];
     if (q.empty() || q.front().stream != q.back().stream || q.back().stream != last_released[0]) return false;
     int waiting = 0;
     for (auto& [id, b] : blocks) waiting += b.pool == 0 && b.size == size && !b.allocated && b.event_count > 0;
-    return waiting < std::max(thread_cache, 1);
+    return waiting < std::max(thread_cache, 1) + (thread_cache > 0 ? probes[0].lag : 0);
   }
   // A block freed with no stream to wait for: the thread's cache if it has
   // room, else the shared list.

@@ -129,10 +129,10 @@ struct alignas(64) EventShard {
   // shared count per class was a line that sixteen threads met at each.
   std::array<std::atomic<std::int64_t>, SizeClasses::kCount> waiting{};
   // Under mu: how many younger events of its thread and stream the probe of
-  // a shared query leaves in front of it, and how many chances to probe are
-  // let pass after one that was still pending (Impl::release_by_probe).
+  // a shared query leaves in front of it: what the GPU is found to lag
+  // behind this shard's records (Impl::release_by_probe), and what
+  // Impl::batches() lets wait beyond a cache's worth.
   int probe_lag = 1;
-  int probe_rest = 0;
   // The thread and stream of the event a poll released last (Impl::batches:
   // the stream a thread keeps freeing on). Atomics, not under mu: a poll
   // notes them after its release without taking the lock again. Two polls
@@ -543,11 +543,9 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
 
   // events
   static constexpr std::uint32_t kNoClass = SizeClasses::kCount;
-  // release_by_probe's bounds: the deepest lag, the chances to probe let
-  // pass after a probe that was still pending, and the newest events a
+  // release_by_probe's bounds: the deepest lag, and the newest events a
   // probe is looked for among (the lock is held meanwhile).
   static constexpr int kMaxProbeLag = 64;
-  static constexpr int kProbeRest = 8;
   static constexpr std::size_t kProbeScan = 2 * kMaxProbeLag;
   // Polls one shard (events.cpp says how); returns a block of class
   // `wanted` it freed, or null. With `fill_cache` (the calling thread's own
@@ -565,8 +563,8 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   bool release_polled(BlockPool& pool, EventShard& shard, std::span<const EventGroup> polled, EventPoll poll,
                       std::uint32_t wanted, bool fill_cache, Block*& kept, bool& backlog_gone);
   // One query for many of the shard's events (events.cpp says how).
-  // Returns whether any block became free.
-  bool release_by_probe(BlockPool& pool, EventShard& shard, std::uint32_t wanted, bool fill_cache, Block*& kept);
+  enum class ProbeResult { none, pending, released };
+  ProbeResult release_by_probe(BlockPool& pool, EventShard& shard, std::uint32_t wanted, bool fill_cache, Block*& kept);
   // Every shard of `pool`, the calling thread's first, until one returns a
   // block of class `wanted`.
   Block* process_events(BlockPool& pool, std::int64_t size, std::uint32_t wanted = kNoClass);

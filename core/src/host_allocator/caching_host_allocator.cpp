@@ -161,25 +161,31 @@ Block* CachingHostAllocator::Impl::allocate_uncached(std::size_t size, std::uint
 }
 
 // Whether allocate() makes a new block rather than poll: while fewer than a
-// cache's worth of the class's blocks freed here wait on events, all of
-// one thread and stream (the shard's newest and oldest are), the stream of
-// the event a poll here released last: a thread that keeps freeing blocks
-// on one stream. For blocks a thread cache holds. One query can then cover
-// many of them (release_by_probe): with one block in flight, each free's
-// event was queried by the next allocate, and the query was half the
-// driver's cost of the record path. The price is up to a cache's worth of
-// blocks per class and thread more than reuse at first chance needs, as
-// deferred groups cost; a cache of 0 turns both off. Blocks freed on many
-// streams or by many threads would not share a query: they are polled at
-// once, as before.
+// cache's worth of the class's blocks freed here wait on events, beyond the
+// events the GPU was last found to lag (the shard's probe lag), all of one
+// thread and stream (the shard's newest and oldest are), the stream of the
+// event a poll here released last: a thread that keeps freeing blocks on
+// one stream. For blocks a thread cache holds. One query can then cover
+// a cache's worth of them (release_by_probe): with one block in flight,
+// each free's event was queried by the next allocate, and the query was
+// half the driver's cost of the record path. The lag counts too: a GPU a
+// few records behind (an H100 host takes microseconds to complete an event
+// recorded on an idle stream) left the probe pending at a cache's worth,
+// and each allocate then queried. The price is up to a cache's worth of
+// blocks per class and thread more than reuse at first chance needs (which
+// needs the lag's worth in flight anyway), as deferred groups cost; a
+// cache of 0 turns both off. Blocks freed on many streams or by many
+// threads would not share a query: they are polled at once, as before.
 bool CachingHostAllocator::Impl::batches(const BlockPool& pool, EventShard& own, std::size_t size,
                                          std::uint32_t cls) const noexcept {
-  if (&pool != &default_pool || size > ThreadCache::kMaxBlock || own.pending.load(std::memory_order_relaxed) == 0 ||
-      own.waiting[cls].load(std::memory_order_relaxed) >= full_group()) {
+  if (&pool != &default_pool || size > ThreadCache::kMaxBlock || own.pending.load(std::memory_order_relaxed) == 0) {
     return false;
   }
+  const std::int64_t waiting = own.waiting[cls].load(std::memory_order_relaxed);
+  if (waiting >= full_group() + kMaxProbeLag) return false;
   std::lock_guard lock(own.mu);
-  return !own.events.empty() && same_source(own.events.front(), own.events.back()) &&
+  const int lag = config.thread_cache > 0 ? own.probe_lag : 0;  // no cache: polled at once, as the seed
+  return waiting < full_group() + lag && !own.events.empty() && same_source(own.events.front(), own.events.back()) &&
          same_source(own.events.back(), own.last_released());
 }
 

@@ -67,7 +67,13 @@ EventGroup just_recorded(EventId event, Block* head, std::uint64_t stream_serial
 Block* CachingHostAllocator::Impl::process_shard(BlockPool& pool, EventShard& shard, std::int64_t size,
                                                  std::uint32_t wanted, bool fill_cache) {
   Block* kept = nullptr;
-  if (size == -1 && release_by_probe(pool, shard, wanted, fill_cache, kept) && kept != nullptr) return kept;
+  if (size == -1) {
+    // A pending probe is younger than the oldest, which may be complete;
+    // but walking to it costs a query per block, which the probe's raised
+    // lag saves (batches(): the blocks come back a cache's worth at once).
+    const ProbeResult probed = release_by_probe(pool, shard, wanted, fill_cache, kept);
+    if (probed == ProbeResult::pending || kept != nullptr) return kept;
+  }
   std::size_t max_events = 0;
   if (size != -1) {
     std::lock_guard lock(shard.mu);
@@ -122,15 +128,10 @@ struct Probe {
 // thread and stream off the queue (while it is queried no other poller may
 // release it): the one with `lag` younger events of theirs in front of it,
 // or as many as there are but one (the next to the oldest), among the
-// newest kProbeScan events. None if there is none younger there, or while
-// the shard lets chances pass.
+// newest kProbeScan events. None if there is none younger there.
 std::optional<Probe> take_probe(EventShard& shard, std::size_t scan) {
   auto& events = shard.events;
   if (events.size() < 2) return std::nullopt;
-  if (shard.probe_rest > 0) {
-    --shard.probe_rest;
-    return std::nullopt;
-  }
   const EventGroup& oldest = events.back();
   auto probe = events.end();
   int younger = 0;
@@ -155,19 +156,23 @@ std::optional<Probe> take_probe(EventShard& shard, std::size_t scan) {
 // free records an event and the next allocate queried it: the query was
 // half of the driver's cost). The probe leaves `probe_lag` younger events
 // in front of it (the newest, recorded by the free just before, has rarely
-// completed). The lag halves (down to 1) when the probe had completed; when
-// it had not, the lag doubles plus one (up to kMaxProbeLag) and the next
-// kProbeRest chances pass, so that a stream far behind costs few queries
-// for nothing. A probe that failed is
-// released as the walk releases one (its blocks retired, the error counted).
-bool CachingHostAllocator::Impl::release_by_probe(BlockPool& pool, EventShard& shard, std::uint32_t wanted,
-                                                  bool fill_cache, Block*& kept) {
+// completed): the lag tracks how many records the GPU is behind. When the
+// probe had not completed it grows by half plus one (up to kMaxProbeLag),
+// so a stream far behind costs few queries for nothing; when it had, it steps
+// down by an eighth (at least one, down to 1), so that one late event does
+// not hold it high for long, and a GPU steadily L records behind finds it
+// at L most of the time rather than swinging below (a halving lag failed
+// every other probe there). A probe that failed is released as the walk
+// releases one (its blocks retired, the error counted).
+CachingHostAllocator::Impl::ProbeResult CachingHostAllocator::Impl::release_by_probe(BlockPool& pool, EventShard& shard,
+                                                                                     std::uint32_t wanted,
+                                                                                     bool fill_cache, Block*& kept) {
   std::optional<Probe> probe;
   {
     std::lock_guard lock(shard.mu);
     probe = take_probe(shard, kProbeScan);
   }
-  if (!probe) return false;
+  if (!probe) return ProbeResult::none;
   const EventPoll poll = backend->query_event(probe->event.event);
   thread_local std::vector<EventGroup> covered;
   covered.assign(1, probe->event);
@@ -175,12 +180,14 @@ bool CachingHostAllocator::Impl::release_by_probe(BlockPool& pool, EventShard& s
     std::lock_guard lock(shard.mu);
     if (poll.status == EventPoll::pending) {
       shard.events.push_front(probe->event);
-      shard.probe_lag = std::min(probe->lag * 2 + 1, kMaxProbeLag);
-      shard.probe_rest = kProbeRest;
-      return false;
+      // At the deepest lag already, the walk goes on from the oldest: no
+      // deeper lag will wait for it, and the pool must not grow for good.
+      if (probe->lag >= kMaxProbeLag) return ProbeResult::none;
+      shard.probe_lag = std::min(probe->lag + 1 + probe->lag / 2, kMaxProbeLag);
+      return ProbeResult::pending;
     }
     if (poll.status == EventPoll::complete) {
-      shard.probe_lag = std::max(probe->lag / 2, 1);
+      shard.probe_lag = std::max(probe->lag - 1 - probe->lag / 8, 1);
       // Those another poller took meanwhile are its own to release.
       std::erase_if(shard.events, [&](const EventGroup& e) {
         if (!same_source(e, probe->event) || e.seq > probe->event.seq) return false;
@@ -191,7 +198,8 @@ bool CachingHostAllocator::Impl::release_by_probe(BlockPool& pool, EventShard& s
   }
   m.covered_events.inc(covered.size() - 1);
   bool backlog_gone = false;
-  return release_polled(pool, shard, covered, poll, wanted, fill_cache, kept, backlog_gone);
+  release_polled(pool, shard, covered, poll, wanted, fill_cache, kept, backlog_gone);
+  return ProbeResult::released;
 }
 
 bool CachingHostAllocator::Impl::release_group(BlockPool& pool, EventShard& shard, const EventGroup& group,
