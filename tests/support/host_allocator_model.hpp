@@ -127,9 +127,8 @@ class Model {
   // younger ones in front of it among the newest 128 (or the youngest there
   // is but one). Complete: it and every older one of the stream are
   // released, and the lag steps down by an eighth and one (down to 1).
-  // Pending: back at the front, and the lag grows to the probe's by half
-  // and one (never lower; up to 64); at 64 already, found none, so that the
-  // walk goes on. `kept`: the
+  // Pending: back at the front, and the lag grows by half and one (up to
+  // 64); at 64 already, found none, so that the walk goes on. `kept`: the
   // block of `wanted` bytes it freed, if any.
   ModelProbeResult probe(int pool, const std::vector<std::uint64_t>& completed, std::size_t wanted, bool refill,
                          int& kept) {
@@ -151,7 +150,7 @@ class Model {
     if (completed[static_cast<std::size_t>(probe.stream)] < probe.position) {
       q.push_front(probe);
       if (lag >= 64) return ModelProbeResult::none;
-      p.lag = std::min(std::max(p.lag, lag + 1 + lag / 2), 64);
+      p.lag = std::min(lag + 1 + lag / 2, 64);
       return ModelProbeResult::pending;
     }
     p.lag = std::max(lag - 1 - lag / 8, 1);

@@ -183,8 +183,7 @@ CachingHostAllocator::Impl::ProbeResult CachingHostAllocator::Impl::release_by_p
       // At the deepest lag already, the walk goes on from the oldest: no
       // deeper lag will wait for it, and the pool must not grow for good.
       if (probe->lag >= kMaxProbeLag) return ProbeResult::none;
-      // Never lower: with fewer events queued the probe may have had fewer in front.
-      shard.probe_lag = std::min(std::max(shard.probe_lag, probe->lag + 1 + probe->lag / 2), kMaxProbeLag);
+      shard.probe_lag = std::min(probe->lag + 1 + probe->lag / 2, kMaxProbeLag);
       return ProbeResult::pending;
     }
     if (poll.status == EventPoll::complete) {
