@@ -405,9 +405,9 @@ TEST(HostAllocator, EventsUnderAReusedStreamHandleShareNoQuery) {
 
 namespace {
 // A GPU `lag` records behind the host: an event completes once `lag` more
-// were recorded after it (an H100 host takes microseconds to complete an
-// event recorded on an idle stream, some records' worth of the record path).
-// Counts the queries made.
+// were recorded after it (a stream with work queued completes its events
+// long after their frees; an idle one on an H100 host about 0.4 us after the
+// record, bench/RESULTS.md). Counts the queries made.
 struct LaggingBackend : gha::ForwardingHostBackend<SimHostBackend> {
   int lag = 0;
   std::uint64_t records = 0, queries = 0;

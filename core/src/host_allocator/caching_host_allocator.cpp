@@ -169,9 +169,9 @@ Block* CachingHostAllocator::Impl::allocate_uncached(std::size_t size, std::uint
 // a cache's worth of them (release_by_probe): with one block in flight,
 // each free's event was queried by the next allocate, and the query was
 // half the driver's cost of the record path. The lag counts too: a GPU a
-// few records behind (an H100 host takes microseconds to complete an event
-// recorded on an idle stream) left the probe pending at a cache's worth,
-// and each allocate then queried. The price is up to a cache's worth of
+// few records behind (a stream with work queued completes its events long
+// after their frees) left the probe pending at a cache's worth, and each
+// allocate then queried. The price is up to a cache's worth of
 // blocks per class and thread more than reuse at first chance needs (which
 // needs the lag's worth in flight anyway), as deferred groups cost; a
 // cache of 0 turns both off. Blocks freed on many streams or by many
