@@ -8,7 +8,9 @@
 #include <prometheus/text_serializer.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -110,6 +112,49 @@ TEST(ExpositionText, MatchesPrometheusCppByteForByte) {
   snap.push_back({"op_seconds", "latency", gm::MetricType::histogram, {h}});
   snap.push_back({"bare_seconds", "no labels", gm::MetricType::histogram, {bare}});
   EXPECT_EQ(glassbox::exporters::detail::exposition_text(snap), reference_text(snap));
+}
+
+// Values that are not whole take a fast path of their own (sixteen_digits.hpp:
+// one exact product with a power of ten between 1e-5 and 1e15); prometheus-cpp
+// writes them with the C library's %.16g. 200 000 values each way: random bits
+// (every exponent), random digits at every scale the fast path takes and just
+// outside it, short decimals (0.1, 2.675: a digit string a double cannot hold
+// exactly), values next to powers of ten and next to 16-digit ties.
+TEST(ExpositionText, NumbersThatAreNotWholeMatchPrometheusCppAtEveryScale) {
+  std::mt19937_64 rng(20261127);
+  std::vector<double> values;
+  auto random_bits = [&] {
+    double v;
+    do {
+      const std::uint64_t bits = rng();
+      std::memcpy(&v, &bits, sizeof v);
+    } while (!std::isfinite(v));
+    return v;
+  };
+  std::uniform_real_distribution<double> unit(1.0, 10.0);
+  std::uniform_int_distribution<int> scale(-8, 17);
+  std::uniform_int_distribution<std::int64_t> whole(1, 99999999);
+  std::uniform_int_distribution<int> places(1, 12);
+  for (int i = 0; i < 50000; ++i) {
+    values.push_back(random_bits());
+    values.push_back(unit(rng) * std::pow(10.0, scale(rng)) * (i % 2 ? 1 : -1));
+    values.push_back(static_cast<double>(whole(rng)) / std::pow(10.0, places(rng)));
+    const double p10 = std::pow(10.0, scale(rng));
+    values.push_back(i % 2 ? std::nextafter(p10, 0.0) : std::nextafter(p10, 1e300));
+  }
+  for (double tie : {0.5, 1.5, 2.675, 1.0000000000000005, 0.30000000000000004, 1e-5, 9.9999999999999995e-6,
+                     999999999999999.9, 123456.78901234565}) {
+    values.push_back(tie);
+  }
+  for (std::size_t start = 0; start < values.size(); start += 20000) {
+    gm::Snapshot snap;
+    gm::FamilySnapshot family{"v", "values", gm::MetricType::gauge, {}};
+    for (std::size_t i = start; i < std::min(values.size(), start + 20000); ++i) {
+      family.series.push_back(series({{"i", std::to_string(i)}}, values[i]));
+    }
+    snap.push_back(std::move(family));
+    ASSERT_EQ(glassbox::exporters::detail::exposition_text(snap), reference_text(snap)) << "values from " << start;
+  }
 }
 
 TEST(ExpositionText, MatchesPrometheusCppOnARealRegistry) {
