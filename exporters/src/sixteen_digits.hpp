@@ -39,8 +39,8 @@ inline bool round_to_sixteen(double v, std::uint64_t& digits, int& exponent) {
   const int shift = 52 - binary;   // v = mantissa * 2^-shift; above 0, as v < 2^52
   int e = (binary * 78913) >> 18;  // floor(binary * log10(2)): floor(log10 v) or one less
   for (int attempt = 0; attempt < 2; ++attempt, ++e) {
-    const int k = 15 - e;  // v * 10^k in [1e15, 1e16) when e is right
-    if (k < 1 || k > 20 || shift > 120) return false;
+    const int k = 15 - e;               // v * 10^k in [1e15, 1e16) when e is right
+    if (k < 1 || k > 20) return false;  // just below 1.5e-5 (k = 21) or rounded up to 1e15 (k = 0)
     __extension__ using u128 = unsigned __int128;
     const u128 scaled = k <= 19 ? u128{mantissa} * kPow10[k] : u128{mantissa} * kPow10[19] * 10;
     std::uint64_t n = static_cast<std::uint64_t>(scaled >> shift);
