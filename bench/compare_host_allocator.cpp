@@ -1,6 +1,13 @@
 // glassbox's side of the pinned host allocator comparison, with the same
 // sizes and timing harness as bench/torch/host_allocator_torch.cpp.
 // Arguments name the metrics to measure (default: all).
+#include <cudaTypedefs.h>
+
+#include <array>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
 #include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
 #include "glassbox/cuda/stream_pool.hpp"
@@ -87,6 +94,63 @@ void* record_and_query() {
   return event;
 }
 
+// The calls a record on a caller's stream makes besides the record, as
+// glassbox's backend makes them (driver entry points): whether the stream
+// captures (PyTorch's side asks this too) and the stream's serial (a
+// StreamId is the handle, which CUDA reuses; the serial is not reused).
+// Each alone, and within record_path_floor below.
+const gcu::CudaHostBackend& probe_backend() {
+  static const gcu::CudaHostBackend backend(false, 0);
+  return backend;
+}
+
+void* stream_is_capturing() {
+  return reinterpret_cast<void*>(
+      std::uintptr_t{probe_backend().is_capturing(gcu::CudaHostBackend::id(thread_stream()))});
+}
+
+void* stream_serial() {
+  return reinterpret_cast<void*>(probe_backend().stream_serial(gcu::CudaHostBackend::id(thread_stream())));
+}
+
+template <class Fn>
+Fn driver_entry_point(const char* symbol, int version) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  gcu::check_cuda(cudaGetDriverEntryPointByVersion(symbol, &fn, version, cudaEnableDefault, &found), symbol);
+  if (found != cudaDriverEntryPointSuccess) throw std::runtime_error(std::string("no driver entry point ") + symbol);
+  return reinterpret_cast<Fn>(fn);
+}
+
+// Every driver call a record on a caller's stream makes, through the entry
+// points glassbox's backend uses and nothing else: the stream's capture
+// status and serial, a record (on 16 events in turn, as the backend's pooled
+// events are), and every eighth time a query of the record four before (one
+// query covers a cache's worth of blocks). What the record path costs beyond
+// this row is the allocator's own work; the row is its floor.
+void* record_path_floor() {
+  static const auto record = driver_entry_point<PFN_cuEventRecord_v2000>("cuEventRecord", 2000);
+  static const auto query = driver_entry_point<PFN_cuEventQuery_v2000>("cuEventQuery", 2000);
+  thread_local const auto events = [] {
+    std::array<CUevent, 16> e{};
+    for (auto& event : e) {
+      cudaEvent_t created = nullptr;
+      gcu::check_cuda(cudaEventCreateWithFlags(&created, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+      event = reinterpret_cast<CUevent>(created);
+    }
+    return e;
+  }();
+  thread_local unsigned calls = 0;
+  const auto stream = gcu::CudaHostBackend::id(thread_stream());
+  glassbox::compare::keep(probe_backend().is_capturing(stream));
+  glassbox::compare::keep(probe_backend().stream_serial(stream));
+  const unsigned i = calls++ % events.size();
+  if (record(events[i], reinterpret_cast<CUstream>(thread_stream())) != CUDA_SUCCESS)
+    throw std::runtime_error("cuEventRecord");
+  if (i % 8 == 7) (void)query(events[i - 4]);
+  return events[i];
+}
+
 // One cudaEventRecord on an idle stream, then cudaEventQuery until it has
 // completed: how long the GPU takes to pass an event, which sets how many
 // records of the record path are in flight (its batching waits beyond them).
@@ -118,6 +182,9 @@ int main(int argc, char** argv) {
       gc::report_sweep("cuda", "event_record", record_only, gc::kShortThreadSweep);
       gc::report_sweep("cuda", "event_record_until_complete", record_until_complete,
                        std::span(gc::kShortThreadSweep, 1));
+      gc::report_sweep("cuda", "stream_is_capturing", stream_is_capturing, std::span(gc::kShortThreadSweep, 1));
+      gc::report_sweep("cuda", "stream_serial", stream_serial, std::span(gc::kShortThreadSweep, 1));
+      gc::report_sweep("cuda", "record_path_floor", record_path_floor, std::span(gc::kShortThreadSweep, 1));
     }
   }
   if (gc::wanted(argc, argv, "host_alloc_record_event_long_lived")) {
