@@ -1,0 +1,174 @@
+// Where a record-path pair's time goes, in one process on the GPU machine:
+// the pairs of compare_host_allocator.cpp (allocate, record_stream, free)
+// on the thread's own stream and on a pool stream, run on an allocator whose
+// backend times each call it forwards to glassbox's CUDA backend (the
+// driver's part, by call) with the time-stamp counter. What is left of a
+// pair is the allocator's own work. A run's rows all come from one process:
+// this host's costs move between processes (bench/RESULTS.md).
+//
+//   glassbox-bench-record-path-breakdown [SECONDS_PER_ROUND [ROUNDS]]
+#include <x86intrin.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "glassbox/cuda/cuda_check.hpp"
+#include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
+#include "glassbox/cuda/stream_pool.hpp"
+#include "glassbox/host_allocator/caching_host_allocator.hpp"
+#include "glassbox/host_allocator/forwarding_host_backend.hpp"
+
+namespace {
+namespace gcu = glassbox::cuda;
+namespace gha = glassbox::host_allocator;
+
+enum Call { kRecord, kQuery, kRelease, kCapturing, kSerial, kOutlives, kAllocate, kCalls };
+constexpr std::array<const char*, kCalls> kNames{"record_event", "query_event",   "release_event",
+                                                  "is_capturing", "stream_serial", "stream_outlives",
+                                                  "allocate"};
+
+// One thread times; plain counters suffice.
+struct Tally {
+  std::array<unsigned long long, kCalls> cycles{};
+  std::array<unsigned long long, kCalls> calls{};
+};
+Tally tally;
+
+class Timed {
+ public:
+  explicit Timed(Call c) noexcept : call_(c), start_(__rdtsc()) {}
+  ~Timed() {
+    tally.cycles[call_] += __rdtsc() - start_;
+    ++tally.calls[call_];
+  }
+  Timed(const Timed&) = delete;
+  Timed& operator=(const Timed&) = delete;
+
+ private:
+  Call call_;
+  unsigned long long start_;
+};
+
+// Only the calls a pair makes are timed; the rest forward untimed.
+class TimingBackend final : public gha::ForwardingHostBackend<gcu::CudaHostBackend> {
+ public:
+  TimingBackend() : ForwardingHostBackend(false, 1) {}
+  void* allocate(std::size_t bytes) override {
+    Timed t(kAllocate);
+    return inner.allocate(bytes);
+  }
+  gha::EventId record_event(gha::StreamId s) override {
+    Timed t(kRecord);
+    return inner.record_event(s);
+  }
+  gha::EventPoll query_event(gha::EventId e) noexcept override {
+    Timed t(kQuery);
+    return inner.query_event(e);
+  }
+  void release_event(gha::EventId e) noexcept override {
+    Timed t(kRelease);
+    inner.release_event(e);
+  }
+  bool is_capturing(gha::StreamId s) const override {
+    Timed t(kCapturing);
+    return inner.is_capturing(s);
+  }
+  std::uint64_t stream_serial(gha::StreamId s) const noexcept override {
+    Timed t(kSerial);
+    return inner.stream_serial(s);
+  }
+  bool stream_outlives_allocator(gha::StreamId s) const noexcept override {
+    Timed t(kOutlives);
+    return inner.stream_outlives_allocator(s);
+  }
+};
+
+double cycles_per_ns() {
+  const auto c0 = __rdtsc();
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(200)) {}
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  return static_cast<double>(__rdtsc() - c0) / ns;
+}
+
+// What one Timed costs with nothing inside it: the part its own interval
+// holds (taken off the backend's time) and the whole (taken off the pair's;
+// the rest of it lands in the allocator's time otherwise).
+struct TimerCost {
+  double inside;
+  double whole;
+};
+TimerCost timer_cycles() {
+  constexpr int n = 1'000'000;
+  tally = {};
+  const auto c0 = __rdtsc();
+  for (int i = 0; i < n; ++i) Timed t(kAllocate);
+  const TimerCost cost{static_cast<double>(tally.cycles[kAllocate]) / n, static_cast<double>(__rdtsc() - c0) / n};
+  tally = {};
+  return cost;
+}
+
+struct Pair {
+  const char* name;
+  cudaStream_t stream;
+};
+
+void run_round(gha::CachingHostAllocator& a, const Pair& p, double seconds, double cpn, TimerCost timer, int round) {
+  auto one = [&] {
+    auto b = a.allocate(64 << 10);
+    a.record_stream(b.ptr, b.ctx, gcu::CudaHostBackend::id(p.stream));
+    a.free(b.ctx);
+  };
+  for (int i = 0; i < 50'000; ++i) one();  // warm: the pool, the events, the lag
+  tally = {};
+  long pairs = 0;
+  const auto c0 = __rdtsc();
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::duration<double>(seconds)) {
+    for (int i = 0; i < 5'000; ++i) one();
+    pairs += 5'000;
+  }
+  const double per_pair = static_cast<double>(__rdtsc() - c0) / cpn / static_cast<double>(pairs);
+  double backend = 0, timed_calls = 0;
+  std::string calls;
+  for (int c = 0; c < kCalls; ++c) {
+    if (tally.calls[c] == 0) continue;
+    const double ns = static_cast<double>(tally.cycles[c]) / cpn / static_cast<double>(pairs);
+    const double per_call = static_cast<double>(tally.calls[c]) / static_cast<double>(pairs);
+    backend += ns;
+    timed_calls += per_call;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  %s %.3f/pair %.0f ns (%.0f each, timer in)", kNames[c], per_call, ns,
+                  static_cast<double>(tally.cycles[c]) / cpn / static_cast<double>(tally.calls[c]));
+    calls += buf;
+  }
+  const double inside_ns = timed_calls * timer.inside / cpn, whole_ns = timed_calls * timer.whole / cpn;
+  std::printf("%s round %d: pair %.0f ns = backend %.0f ns + allocator %.0f ns + timer %.0f ns |%s\n", p.name, round,
+              per_pair, backend - inside_ns, per_pair - backend - (whole_ns - inside_ns), whole_ns, calls.c_str());
+  std::fflush(stdout);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (gcu::cuda_device_count() == 0) {
+    std::fprintf(stderr, "glassbox-bench-record-path-breakdown: no CUDA device\n");
+    return 0;
+  }
+  const double seconds = argc > 1 ? std::atof(argv[1]) : 0.5;
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 3;
+  cudaStream_t own = nullptr;
+  gcu::check_cuda(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking), "cudaStreamCreate");
+  const std::array<Pair, 2> pairs{Pair{"caller's stream", own}, Pair{"pool stream", gcu::stream_from_pool()}};
+  gha::CachingHostAllocator allocator(std::make_shared<TimingBackend>(), gha::HostAllocatorOptions{});
+  const double cpn = cycles_per_ns();
+  const TimerCost timer = timer_cycles();
+  std::printf("time-stamp counter %.3f GHz; one timer %.1f ns (%.1f ns of it inside its interval), taken off\n", cpn,
+              timer.whole / cpn, timer.inside / cpn);
+  for (int r = 1; r <= rounds; ++r) {
+    for (const Pair& p : pairs) run_round(allocator, p, seconds, cpn, timer, r);
+  }
+}
