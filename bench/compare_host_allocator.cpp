@@ -1,12 +1,8 @@
 // glassbox's side of the pinned host allocator comparison, with the same
 // sizes and timing harness as bench/torch/host_allocator_torch.cpp.
 // Arguments name the metrics to measure (default: all).
-#include <cudaTypedefs.h>
-
 #include <array>
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 
 #include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
@@ -99,8 +95,8 @@ void* record_and_query() {
 // captures (PyTorch's side asks this too) and the stream's serial (a
 // StreamId is the handle, which CUDA reuses; the serial is not reused).
 // Each alone, and within record_path_floor below.
-const gcu::CudaHostBackend& probe_backend() {
-  static const gcu::CudaHostBackend backend(false, 0);
+gcu::CudaHostBackend& probe_backend() {
+  static gcu::CudaHostBackend backend(false, 0);
   return backend;
 }
 
@@ -113,42 +109,24 @@ void* stream_serial() {
   return reinterpret_cast<void*>(probe_backend().stream_serial(gcu::CudaHostBackend::id(thread_stream())));
 }
 
-template <class Fn>
-Fn driver_entry_point(const char* symbol, int version) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  gcu::check_cuda(cudaGetDriverEntryPointByVersion(symbol, &fn, version, cudaEnableDefault, &found), symbol);
-  if (found != cudaDriverEntryPointSuccess) throw std::runtime_error(std::string("no driver entry point ") + symbol);
-  return reinterpret_cast<Fn>(fn);
-}
-
-// Every driver call a record on a caller's stream makes, through the entry
-// points glassbox's backend uses and nothing else: the stream's capture
-// status and serial, a record (on 16 events in turn, as the backend's pooled
-// events are), and every eighth time a query of the record four before (one
-// query covers a cache's worth of blocks). What the record path costs beyond
-// this row is the allocator's own work; the row is its floor.
+// Every call our record path makes into the CUDA backend on a caller's
+// stream, and nothing of the allocator's: the stream's capture status and
+// serial, an event recorded (8 in flight, each given back 8 records later,
+// as a cache's worth of blocks waits), and every eighth time a query of
+// the record four before (one query covers a cache's worth of blocks).
+// What the record path costs beyond this row is the allocator's own work.
 void* record_path_floor() {
-  static const auto record = driver_entry_point<PFN_cuEventRecord_v2000>("cuEventRecord", 2000);
-  static const auto query = driver_entry_point<PFN_cuEventQuery_v2000>("cuEventQuery", 2000);
-  thread_local const auto events = [] {
-    std::array<CUevent, 16> e{};
-    for (auto& event : e) {
-      cudaEvent_t created = nullptr;
-      gcu::check_cuda(cudaEventCreateWithFlags(&created, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-      event = reinterpret_cast<CUevent>(created);
-    }
-    return e;
-  }();
+  auto& backend = probe_backend();
+  thread_local std::array<glassbox::host_allocator::EventId, 8> in_flight{};
   thread_local unsigned calls = 0;
   const auto stream = gcu::CudaHostBackend::id(thread_stream());
-  glassbox::compare::keep(probe_backend().is_capturing(stream));
-  glassbox::compare::keep(probe_backend().stream_serial(stream));
-  const unsigned i = calls++ % events.size();
-  if (record(events[i], reinterpret_cast<CUstream>(thread_stream())) != CUDA_SUCCESS)
-    throw std::runtime_error("cuEventRecord");
-  if (i % 8 == 7) (void)query(events[i - 4]);
-  return events[i];
+  glassbox::compare::keep(backend.is_capturing(stream));
+  glassbox::compare::keep(backend.stream_serial(stream));
+  const unsigned i = calls++ % in_flight.size();
+  if (in_flight[i] != glassbox::host_allocator::EventId{}) backend.release_event(in_flight[i]);
+  in_flight[i] = backend.record_event(stream);
+  if (i == in_flight.size() - 1) glassbox::compare::keep(backend.query_event(in_flight[i - 4]).status);
+  return reinterpret_cast<void*>(in_flight[i]);
 }
 
 // One cudaEventRecord on an idle stream, then cudaEventQuery until it has
