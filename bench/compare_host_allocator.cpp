@@ -115,6 +115,8 @@ void* stream_serial() {
 // as a cache's worth of blocks waits), and every eighth time a query of
 // the record four before (one query covers a cache's worth of blocks).
 // What the record path costs beyond this row is the allocator's own work.
+// Events still in flight when a benchmark thread ends stay the backend's,
+// which destroys every event it made.
 void* record_path_floor() {
   auto& backend = probe_backend();
   thread_local std::array<glassbox::host_allocator::EventId, 8> in_flight{};

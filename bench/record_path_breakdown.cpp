@@ -153,12 +153,18 @@ void run_round(gha::CachingHostAllocator& a, const Pair& p, double seconds, doub
 }  // namespace
 
 int main(int argc, char** argv) {
+  const double seconds = argc > 1 ? std::atof(argv[1]) : 0.5;
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 3;
+  if (argc > 3 || !(seconds > 0) || rounds < 1) {
+    std::fprintf(stderr,
+                 "usage: glassbox-bench-record-path-breakdown [SECONDS_PER_ROUND [ROUNDS]]: SECONDS_PER_ROUND a "
+                 "number above 0 (default 0.5), ROUNDS a whole number from 1 (default 3)\n");
+    return 2;
+  }
   if (gcu::cuda_device_count() == 0) {
     std::fprintf(stderr, "glassbox-bench-record-path-breakdown: no CUDA device\n");
     return 0;
   }
-  const double seconds = argc > 1 ? std::atof(argv[1]) : 0.5;
-  const int rounds = argc > 2 ? std::atoi(argv[2]) : 3;
   cudaStream_t own = nullptr;
   gcu::check_cuda(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking), "cudaStreamCreate");
   const std::array<Pair, 2> pairs{Pair{"caller's stream", own}, Pair{"pool stream", gcu::stream_from_pool()}};
