@@ -34,6 +34,7 @@ constexpr std::array<const char*, kCalls> kNames{"record_event",  "query_event",
 struct Tally {
   std::array<unsigned long long, kCalls> cycles{};
   std::array<unsigned long long, kCalls> calls{};
+  unsigned long long pending = 0;  // queries that found their event not yet complete
 };
 Tally tally;
 
@@ -66,7 +67,9 @@ class TimingBackend final : public gha::ForwardingHostBackend<gcu::CudaHostBacke
   }
   gha::EventPoll query_event(gha::EventId e) noexcept override {
     Timed t(kQuery);
-    return inner.query_event(e);
+    const gha::EventPoll poll = inner.query_event(e);
+    if (poll.status == gha::EventPoll::pending) ++tally.pending;
+    return poll;
   }
   void release_event(gha::EventId e) noexcept override {
     Timed t(kRelease);
@@ -144,10 +147,20 @@ void run_round(gha::CachingHostAllocator& a, const Pair& p, double seconds, doub
     std::snprintf(buf, sizeof buf, "  %s %.3f/pair %.0f ns (%.0f each, timer in)", kNames[c], per_call, ns,
                   static_cast<double>(tally.cycles[c]) / cpn / static_cast<double>(tally.calls[c]));
     calls += buf;
+    if (c == kQuery) {
+      std::snprintf(buf, sizeof buf, ", %.3f/pair pending",
+                    static_cast<double>(tally.pending) / static_cast<double>(pairs));
+      calls += buf;
+    }
   }
   const double inside_ns = timed_calls * timer.inside / cpn, whole_ns = timed_calls * timer.whole / cpn;
-  std::printf("%s round %d: pair %.0f ns = backend %.0f ns + allocator %.0f ns + timer %.0f ns |%s\n", p.name, round,
-              per_pair, backend - inside_ns, per_pair - backend - (whole_ns - inside_ns), whole_ns, calls.c_str());
+  // How many blocks the pool holds: a pending probe makes the batch wait longer, with more blocks.
+  const auto blocks = a.stats().allocations;
+  std::printf(
+      "%s round %d: pair %.0f ns = backend %.0f ns + allocator %.0f ns + timer %.0f ns |%s | blocks %lld (peak "
+      "%lld)\n",
+      p.name, round, per_pair, backend - inside_ns, per_pair - backend - (whole_ns - inside_ns), whole_ns,
+      calls.c_str(), static_cast<long long>(blocks.current), static_cast<long long>(blocks.peak));
   std::fflush(stdout);
 }
 }  // namespace
