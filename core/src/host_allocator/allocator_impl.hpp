@@ -108,6 +108,9 @@ struct OpenGroup {
   StreamId stream = 0;
   Block* head = nullptr;
   int blocks = 0;
+  // `blocks` when a miss of its shard last left it open: a group that has not
+  // grown since is recorded at the next (its threads free on other streams now).
+  int blocks_at_last_miss = 0;
   bool uncacheable = false;  // holds a block no thread cache takes: recorded at the next miss
 };
 

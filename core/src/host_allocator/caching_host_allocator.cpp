@@ -133,9 +133,10 @@ Block* CachingHostAllocator::Impl::allocate_uncached(std::size_t size, std::uint
   // over; the others refill the thread's cache where they fit: a group of
   // deferred blocks (record_stream) comes back whole, with no shared list
   // between its free and its reuse. Before the poll, the thread's open
-  // groups that are full get their event: a group recorded at one miss is
-  // polled at the next (at once, on a GPU that is done with the stream), and
-  // the pool grows only while the stream's latency is not yet covered. With
+  // groups that are full, or have not grown since its last miss, get their
+  // event: a group recorded at one miss is polled at the next (at once, on a
+  // GPU that is done with the stream), and the pool grows only while the
+  // stream's latency is not yet covered. With
   // a background thread the default pool's events are polled there; private
   // pools never have a thread (capture records no events anyway). A thread
   // that keeps freeing on one stream polls nothing until a cache's worth of

@@ -254,16 +254,26 @@ void CachingHostAllocator::Impl::defer_event(BlockPool& pool, Block* b, StreamId
   if (config.background_thread) background_cv.notify_one();
 }
 
+// Groups of at least `min_blocks`, those a thread cache cannot take, and
+// those that have not grown since the last call left them open: a thread
+// that left a stream for another leaves its group short for good, and its
+// blocks would wait unused while they count as waiting in batches(), so that
+// the other stream's polls shared each query among fewer blocks.
 void CachingHostAllocator::Impl::record_open_groups(BlockPool& pool, EventShard& shard, int min_blocks) {
   thread_local std::vector<OpenGroup> full;
   full.clear();
   {
     std::lock_guard lock(shard.mu);
-    std::erase_if(shard.open, [&](const OpenGroup& g) {
-      if (g.blocks < min_blocks && !g.uncacheable) return false;
-      full.push_back(g);
-      return true;
-    });
+    auto kept = shard.open.begin();  // those left open move up, in their order
+    for (OpenGroup& g : shard.open) {
+      if (g.blocks < min_blocks && !g.uncacheable && g.blocks != g.blocks_at_last_miss) {
+        g.blocks_at_last_miss = g.blocks;
+        *kept++ = g;
+      } else {
+        full.push_back(g);
+      }
+    }
+    shard.open.erase(kept, shard.open.end());
   }
   for (const OpenGroup& g : full) record_group(pool, shard, g);
 }
