@@ -136,11 +136,11 @@ Block* CachingHostAllocator::Impl::allocate_uncached(std::size_t size, std::uint
   // groups that are full, or have not grown since its last miss, get their
   // event: a group recorded at one miss is polled at the next (at once, on a
   // GPU that is done with the stream), and the pool grows only while the
-  // stream's latency is not yet covered. With
-  // a background thread the default pool's events are polled there; private
-  // pools never have a thread (capture records no events anyway). A thread
-  // that keeps freeing on one stream polls nothing until a cache's worth of
-  // blocks wait (batches(), below).
+  // stream's latency is not yet covered. With a background thread the
+  // default pool's events are polled there; private pools never have a
+  // thread (capture records no events anyway). A thread that keeps freeing
+  // on one stream polls nothing until a cache's worth of blocks wait
+  // (batches(), below).
   Block* b = nullptr;
   EventShard& own = pool->own_shard();
   const bool polls = (!config.background_thread || pool != &default_pool) && !batches(*pool, own, size, cls);
