@@ -10,7 +10,7 @@
 // run on that thread only), which stays meaningful when other processes share
 // the cores. BM_ChainForwardBackwardThreads is throughput: every thread builds
 // and runs its own chain, items are nodes (one forward op and its backward).
-// BM_HostScalingReference uses no library: the host's own scaling, as a reference.
+// BM_HostScaling* use no library: the host's own scaling, as references.
 //
 // A library is a type with:
 //   using Tensor = ...;                          // t * float and t + t
@@ -26,6 +26,8 @@
 #include <ctime>
 #include <mutex>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace glassbox::bench::engine {
 
@@ -120,6 +122,43 @@ inline void host_scaling_reference(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kSteps);
 }
 
+// The same steps in four independent chains per thread: work that keeps a
+// core's execution units busy, as the engine's does (a node is some thousand
+// instructions of loads, stores and calls), where one chain leaves them idle
+// between dependent steps. Two vCPUs on one physical core, or clocks that fall
+// as more cores run, cost this one and may not cost that one. Items are steps.
+inline void host_scaling_throughput(benchmark::State& state) {
+  constexpr int kSteps = 4096;
+  std::uint64_t x[4] = {0x9E3779B97F4A7C15ULL, 0xBF58476D1CE4E5B9ULL, 0x94D049BB133111EBULL, 0x2545F4914F6CDD1DULL};
+  for (auto _ : state) {
+    for (int i = 0; i < kSteps; ++i) {
+      for (auto& v : x) {
+        v ^= v << 13;
+        v ^= v >> 7;
+        v ^= v << 17;
+      }
+    }
+    benchmark::DoNotOptimize(x);
+  }
+  state.SetItemsProcessed(state.iterations() * kSteps * 4);
+}
+
+// Memory of each thread's own, the size of what one thread's 1 000-node
+// chain allocates (257 KB of graph objects on the development machine):
+// read and written once per iteration, from the core's private caches. Where
+// eight threads' working sets meet in a shared cache or in memory, this one
+// scales less than the register chains. Items are 8-byte words.
+inline void host_scaling_memory(benchmark::State& state) {
+  constexpr std::size_t kWords = (256 << 10) / sizeof(std::uint64_t);
+  std::vector<std::uint64_t> words(kWords, 1);
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < kWords; ++i) words[i] = words[i] * 0x9E3779B97F4A7C15ULL + i;
+    benchmark::DoNotOptimize(words.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kWords));
+}
+
 /// A thread started before any benchmark and kept until the last one ends.
 /// Until a process starts its first thread, glibc's malloc takes no locks and
 /// libstdc++'s shared_ptr counts without atomic instructions; from then on
@@ -174,11 +213,13 @@ void register_benchmarks() {
       ->Threads(8)
       ->UseRealTime()
       ->Unit(benchmark::kMicrosecond);
-  RegisterBenchmark("BM_HostScalingReference", host_scaling_reference)
-      ->Threads(1)
-      ->Threads(2)
-      ->Threads(8)
-      ->UseRealTime();
+  using Reference = void (*)(benchmark::State&);
+  const std::pair<const char*, Reference> references[] = {{"BM_HostScalingReference", host_scaling_reference},
+                                                          {"BM_HostScalingThroughput", host_scaling_throughput},
+                                                          {"BM_HostScalingMemory", host_scaling_memory}};
+  for (auto [name, reference] : references) {
+    RegisterBenchmark(name, reference)->Threads(1)->Threads(2)->Threads(8)->UseRealTime();
+  }
 }
 
 /// The program's main: registers the benchmarks for Lib and runs those the

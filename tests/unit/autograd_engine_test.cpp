@@ -645,6 +645,31 @@ TEST(EngineNodeSeconds, TimesAboutOneInTheIntervalOfUntracedNodesOfEveryKind) {
   EXPECT_LT(mul + relu, 3200u / 16 * 2);
 }
 
+// A thread remembers the series it found by name (NodeSeconds::of): each
+// engine must still count its own nodes, whether two are alive at once or one
+// is made where another was.
+TEST(EngineNodeSeconds, EachEngineCountsItsOwnNodesOnOneThread) {
+  auto run = [](ga::Engine& engine) {
+    Tensor x = leaf1(1.0F);
+    ga::backward({x * 2.0F * 3.0F}, {}, ga::BackwardOptions{false, &engine});
+  };
+  gm::Registry a_registry;
+  gm::Registry b_registry;
+  ga::Engine a(ga::EngineOptions{&a_registry, 100, 1});
+  ga::Engine b(ga::EngineOptions{&b_registry, 100, 1});
+  run(a);
+  run(b);
+  run(a);
+  EXPECT_EQ(node_count(a_registry, "MulScalarBackward"), 4u);
+  EXPECT_EQ(node_count(b_registry, "MulScalarBackward"), 2u);
+  for (int round = 0; round < 3; ++round) {
+    gm::Registry registry;
+    ga::Engine engine(ga::EngineOptions{&registry, 100, 1});
+    run(engine);
+    EXPECT_EQ(node_count(registry, "MulScalarBackward"), 2u) << "engine " << round;
+  }
+}
+
 TEST(EngineNodeSeconds, FoldsNamesPastTheCapIntoOther) {
   gm::Registry registry;
   ga::Engine engine(ga::EngineOptions{&registry, 100, 1});

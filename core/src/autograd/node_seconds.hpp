@@ -4,6 +4,7 @@
 // set of node classes, but a service may define node classes of its own, so
 // the series are capped: past kMaxNodeNames names on one device, the rest
 // share the series node="other", which counts them.
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -21,11 +22,17 @@ class NodeSeconds {
 
   NodeSeconds(metrics::Registry& registry, std::string device);
 
-  /// The series of nodes named `name` (a node's static name()). Takes a lock:
-  /// the engine calls it only for the nodes it times.
+  /// The series of nodes named `name` (a node's static name()). The calling
+  /// thread remembers the series it found last for a few names; only a name
+  /// it has not met (or evicted) takes the lock.
   const metrics::Histogram& of(const char* name);
 
  private:
+  const metrics::Histogram& find(const char* name);  // under mu_
+
+  // Tells instances apart in the threads' memos: never reused, where an
+  // address may be once an engine is gone.
+  const std::uint64_t serial_;
   metrics::Family<metrics::Histogram>& family_;
   std::string device_;
   std::mutex mu_;
