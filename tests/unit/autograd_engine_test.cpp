@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <barrier>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -668,6 +669,32 @@ TEST(EngineNodeSeconds, EachEngineCountsItsOwnNodesOnOneThread) {
     run(engine);
     EXPECT_EQ(node_count(registry, "MulScalarBackward"), 2u) << "engine " << round;
   }
+}
+
+// Threads timing nodes of one engine at once: each finds its series through
+// its own memo, and the first to meet a name adds its series under the
+// table's lock (a race there is what ThreadSanitizer, scripts/sanitize, looks for).
+TEST(EngineNodeSeconds, ThreadsTimingNodesAtOnceCountEveryOne) {
+  gm::Registry registry;
+  ga::Engine engine(ga::EngineOptions{&registry, 100, 1});
+  constexpr int kThreads = 8;
+  constexpr int kPasses = 20;
+  constexpr int kNodes = 50;
+  std::barrier start(kThreads);  // each pass's backward starts on every thread at once
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int pass = 0; pass < kPasses; ++pass) {
+        Tensor y = leaf1(1.0F);
+        for (int i = 0; i < kNodes; ++i) y = i % 2 == 0 ? y * 1.0F : ga::relu(y);
+        start.arrive_and_wait();
+        ga::backward({y}, {}, ga::BackwardOptions{false, &engine});
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(node_count(registry, "MulScalarBackward") + node_count(registry, "ReluBackward"),
+            std::uint64_t{kThreads} * kPasses * kNodes);
 }
 
 TEST(EngineNodeSeconds, FoldsNamesPastTheCapIntoOther) {
