@@ -11,10 +11,10 @@ std::uint64_t next_serial() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-// The series a thread found last, by instance and name address. With one
-// lock per instance, sixteen threads timing nodes of one device's engine met
-// at it (the engine times one node in 64 by default); a series found once
-// stays where it is (by_address_ never erases), so a thread need not ask again.
+// The series a thread found last, by instance and name address. Without it
+// every thread timing nodes of one device's engine (one node in 64 by
+// default) took the instance's one lock; a series found once stays where it
+// is (by_address_ never erases), so a thread need not ask again.
 struct Memo {
   static constexpr std::size_t kSlots = 8;
   struct Slot {
