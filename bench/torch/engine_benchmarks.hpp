@@ -100,36 +100,27 @@ void chain_forward_backward(benchmark::State& state) {
 
 // No library, no memory: what eight threads of work in registers get
 // against one on the host (clocks as more cores run, vCPUs sharing physical
-// cores with neighbours), each thread on a chain of dependent integer steps.
-// A reference for BM_ChainForwardBackwardThreads' 8-vs-1 ratio, not a bound
+// cores with neighbours), each thread on `Chains` chains of dependent integer
+// steps. One chain (BM_HostScalingReference) leaves a core's execution units
+// idle between dependent steps; four (BM_HostScalingThroughput) keep them
+// busy, as the engine's work does (a node is some thousand instructions of
+// loads, stores and calls): two vCPUs on one physical core, or clocks that
+// fall as more cores run, cost the four and may not cost the one.
+// References for BM_ChainForwardBackwardThreads' 8-vs-1 ratio, not bounds
 // on it: work that touches memory can scale better or worse. Registered on
 // both sides, so that each side's process runs the same neighbours: on the
 // H100 host, glassbox's single-thread benchmarks ran up to half again as
 // slow after an 8-thread one in the same process, this one included, and
 // PyTorch's did not (bench/RESULTS.md, session 16; for the engine rows,
 // session 21 found why: MultiThreadedProcess below). Items are steps.
-inline void host_scaling_reference(benchmark::State& state) {
+template <int Chains>
+void host_scaling_chains(benchmark::State& state) {
   constexpr int kSteps = 4096;
-  std::uint64_t x = 0x9E3779B97F4A7C15ULL;
-  for (auto _ : state) {
-    for (int i = 0; i < kSteps; ++i) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-    }
-    benchmark::DoNotOptimize(x);
-  }
-  state.SetItemsProcessed(state.iterations() * kSteps);
-}
-
-// The same steps in four independent chains per thread: work that keeps a
-// core's execution units busy, as the engine's does (a node is some thousand
-// instructions of loads, stores and calls), where one chain leaves them idle
-// between dependent steps. Two vCPUs on one physical core, or clocks that fall
-// as more cores run, cost this one and may not cost that one. Items are steps.
-inline void host_scaling_throughput(benchmark::State& state) {
-  constexpr int kSteps = 4096;
-  std::uint64_t x[4] = {0x9E3779B97F4A7C15ULL, 0xBF58476D1CE4E5B9ULL, 0x94D049BB133111EBULL, 0x2545F4914F6CDD1DULL};
+  constexpr std::uint64_t kSeeds[] = {0x9E3779B97F4A7C15ULL, 0xBF58476D1CE4E5B9ULL, 0x94D049BB133111EBULL,
+                                      0x2545F4914F6CDD1DULL};
+  static_assert(Chains >= 1 && Chains <= 4, "one seed per chain");
+  std::uint64_t x[Chains];
+  for (int c = 0; c < Chains; ++c) x[c] = kSeeds[c];
   for (auto _ : state) {
     for (int i = 0; i < kSteps; ++i) {
       for (auto& v : x) {
@@ -140,7 +131,7 @@ inline void host_scaling_throughput(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(x);
   }
-  state.SetItemsProcessed(state.iterations() * kSteps * 4);
+  state.SetItemsProcessed(state.iterations() * kSteps * Chains);
 }
 
 // Memory of each thread's own, the size of what one thread's 1 000-node
@@ -214,8 +205,8 @@ void register_benchmarks() {
       ->UseRealTime()
       ->Unit(benchmark::kMicrosecond);
   using Reference = void (*)(benchmark::State&);
-  const std::pair<const char*, Reference> references[] = {{"BM_HostScalingReference", host_scaling_reference},
-                                                          {"BM_HostScalingThroughput", host_scaling_throughput},
+  const std::pair<const char*, Reference> references[] = {{"BM_HostScalingReference", host_scaling_chains<1>},
+                                                          {"BM_HostScalingThroughput", host_scaling_chains<4>},
                                                           {"BM_HostScalingMemory", host_scaling_memory}};
   for (auto [name, reference] : references) {
     RegisterBenchmark(name, reference)->Threads(1)->Threads(2)->Threads(8)->UseRealTime();
