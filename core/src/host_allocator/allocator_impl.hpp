@@ -284,7 +284,9 @@ struct ClassRecord {
 struct alignas(64) ThreadCache {
   static constexpr int kCapacity = 8;
   static constexpr std::size_t kMaxBlock = std::size_t{1} << 20;
-  struct Slot {
+  // 128 bytes apart: free() finds a block's slot with one shift of its
+  // class, on the chain of loads from one cached pair to the next.
+  struct alignas(128) Slot {
     int count = 0;
     // The slot's credits (ClassRecord::peak_out) less `count`: a free into the
     // cache earns a credit and a hit spends one, so the cached pair moves
@@ -299,8 +301,8 @@ struct alignas(64) ThreadCache {
     std::atomic<std::uint64_t> freed{0};  // this thread's free() calls
   };
   detail::BiasedLock lock;
+  std::atomic<std::uint64_t> requested_bytes{0};  // on the lock's line, before the slots' alignment
   std::array<Slot, SizeClasses::kCount> slots{};
-  std::atomic<std::uint64_t> requested_bytes{0};
 };
 
 // The blocks the calling thread last found by their context in
@@ -328,7 +330,7 @@ struct LocalState {
   std::uint64_t cache_owner = 0;
   ThreadCache* cache = nullptr;
 };
-extern thread_local constinit LocalState tl_local;
+extern thread_local constinit LocalState tl_local [[gnu::tls_model("initial-exec")]];
 // Tells live threads apart: one address per thread (Block::owner).
 inline const void* thread_token() noexcept { return &tl_local; }
 
@@ -412,17 +414,21 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
     tc.lock.owner_unlock();
     if (b == nullptr) return nullptr;
     uncache(b);
-    hand_out(b, size, false, &local);
+    hand_out(b, size, false, &local);  // NVTX's mark, if on, is allocate()'s tail call
     bump(slot.hits, 1);
     bump(tc.requested_bytes, size);
     return b;
   }
   // allocate() but for a hit: size 0, too large (throws), or allocate_uncached().
   [[gnu::noinline]] HostAllocation allocate_slow(std::size_t size);
+  // A hit with NVTX memory regions on: names the block's requested range.
+  [[gnu::noinline]] HostAllocation mark_requested(Block* b, std::size_t size) noexcept;
   Block* allocate_uncached(std::size_t size, std::uint32_t cls);
   // free()'s common case: into the calling thread's cache, when the block
-  // may go there and its slot has room.
-  bool keep_cached(ThreadCache& tc, Block* b) noexcept {
+  // may go there and its slot has room. `count_bytes` is capped(), read by
+  // the caller before any store here (free()'s own path runs uncapped only,
+  // and passes false: no call left in it).
+  bool keep_cached(ThreadCache& tc, Block* b, bool count_bytes) noexcept {
     if (b->pool != PoolId{} || b->size > ThreadCache::kMaxBlock || !tc.lock.owner_try_lock()) return false;
     auto& slot = tc.slots[b->cls];
     const bool kept = slot.count < config.thread_cache;
@@ -432,11 +438,18 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
       slot.blocks[slot.count++] = b;  // earns a credit
       // Counted before unlocking: once unlocked, empty_cache() or a trim
       // may drain the slot and free the block.
-      if (capped()) note_cached(b->size);
+      if (count_bytes) note_cached(b->size);
     }
     tc.lock.owner_unlock();
     return kept;
   }
+  // free() past its own path, from where it left: the whole of it (no cache
+  // of this allocator yet, a cap, another thread's block, or record_mode not
+  // kOwnersOnly), a free that met record_mode's switch, or a settled block
+  // that found no room in the cache. Each is free()'s one tail call.
+  [[gnu::noinline]] void free_slow(Block* b);
+  [[gnu::noinline]] void free_after_switch(Block* b);
+  [[gnu::noinline]] void free_settled(Block* b, ThreadCache* tc);
   // No lock: the block is on no list, so only this caller can see it until
   // allocate() returns; record_stream and free come after, in its order.
   // `owner` is thread_token(), passed where the caller has it at hand.
@@ -446,8 +459,6 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
     b->captured = captured;
     b->streams_outlive = true;
     b->requested.store(size, std::memory_order_relaxed);
-    if (config.nvtx_mem_regions) [[unlikely]]
-      backend->mark_requested(b->ptr, size, b->size);
   }
   Block* take_local(BlockPool& pool, std::uint32_t cls);
   bool cached_locally(BlockPool& pool, std::uint32_t cls);  // whether take_local would find one
@@ -492,7 +503,29 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // free()'s side of the race with record_stream: clears b->use and says
   // whether the block is on streams. An owner's free needs no
   // read-modify-write while only owners have recorded (record_mode).
-  inline bool settle_free(Block* b, const void* me);
+  bool settle_free(Block* b, const void* me);
+  // Whether settle_own() may settle b's free: only owners have recorded,
+  // and `me` (thread_token()) owns the block.
+  bool owners_only_mine(const Block* b, const void* me) const noexcept {
+    return record_mode.load(std::memory_order_relaxed) == kOwnersOnly && b->owner.load(std::memory_order_relaxed) == me;
+  }
+  enum class Settled : std::uint8_t { off_streams, on_streams, switched };
+  // settle_free() of an owner's free, once owners_only_mine(); `switched`:
+  // a record from another thread is switching record_mode now, and only
+  // on_streams_after_switch() can tell.
+  Settled settle_own(Block* b) noexcept {
+    // No record can race this free, unless one from another thread is
+    // switching the mode now. Its heavy fence splits this free in two: what
+    // came before it is seen by the record (which then finds the block
+    // freed), what comes after sees the switch, as the second load of the
+    // mode does.
+    const std::uint8_t use = b->use.load(std::memory_order_relaxed);
+    b->use.store(0, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (record_mode.load(std::memory_order_relaxed) != kOwnersOnly) [[unlikely]]
+      return Settled::switched;
+    return use == (Block::kHandedOut | Block::kOnStreams) ? Settled::on_streams : Settled::off_streams;
+  }
   [[gnu::noinline]] bool on_streams_after_switch(Block* b);  // a free that met record_mode's switch
   // record_stream's side: a record on a block another thread allocated
   // switches record_mode to kShared for good (one heavy fence) before it

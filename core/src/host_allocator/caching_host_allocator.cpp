@@ -101,10 +101,18 @@ std::size_t CachingHostAllocator::round_size(std::size_t size) const {
 HostAllocation CachingHostAllocator::allocate(std::size_t size) {
   Impl& a = *impl_;
   if (size - 1 < SizeClasses::kMaxRequest) [[likely]] {  // 1 <= size <= kMaxRequest
-    if (Block* b = a.take_cached(a.classes.index(size), size)) [[likely]]
+    if (Block* b = a.take_cached(a.classes.index(size), size)) [[likely]] {
+      if (a.config.nvtx_mem_regions) [[unlikely]]
+        return a.mark_requested(b, size);
       return {b->ptr, b};
+    }
   }
   return a.allocate_slow(size);
+}
+
+HostAllocation CachingHostAllocator::Impl::mark_requested(Block* b, std::size_t size) noexcept {
+  backend->mark_requested(b->ptr, size, b->size);
+  return {b->ptr, b};
 }
 
 HostAllocation CachingHostAllocator::Impl::allocate_slow(std::size_t size) {
@@ -192,6 +200,8 @@ bool CachingHostAllocator::Impl::batches(const BlockPool& pool, EventShard& own,
 
 void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool hit, bool captured) {
   hand_out(b, size, captured);
+  if (config.nvtx_mem_regions) [[unlikely]]
+    backend->mark_requested(b->ptr, size, b->size);
   ThreadCache* tc = local_cache();
   if (!hit) {
     class_counts(b->cls).misses.inc();
@@ -383,40 +393,57 @@ Block* CachingHostAllocator::Impl::create_block(std::size_t size, std::uint32_t 
   return b;
 }
 
+// The cached pair's other half: an owner's free into its own cache, inline
+// and with no call but tail calls, so that it saves no register; each
+// uncommon case goes on in one of them from where this left.
 void CachingHostAllocator::free(void* ctx) {
   if (ctx == nullptr) return;
   Impl& a = *impl_;
   auto* b = static_cast<Block*>(ctx);
+  LocalState& local = tl_local;
+  if (local.cache_owner != a.id || a.capped() || !a.owners_only_mine(b, &local)) [[unlikely]]
+    return a.free_slow(b);
+  ThreadCache& tc = *local.cache;
+  bump(tc.slots[b->cls].freed, 1);
+  switch (a.settle_own(b)) {
+    case Impl::Settled::switched: return a.free_after_switch(b);
+    case Impl::Settled::on_streams: return a.free_with_streams(b);
+    case Impl::Settled::off_streams: break;
+  }
+  if (!a.keep_cached(tc, b, false)) [[unlikely]]
+    return a.free_settled(b, nullptr);
+}
+
+void CachingHostAllocator::Impl::free_slow(Block* b) {
   const void* me = thread_token();  // next to local_cache(): one thread-pointer load for both
-  ThreadCache* tc = a.local_cache();
+  ThreadCache* tc = local_cache();
   if (tc != nullptr) {
     bump(tc->slots[b->cls].freed, 1);
   } else {
-    a.class_counts(b->cls).freed.inc();
+    class_counts(b->cls).freed.inc();
   }
-  if (a.settle_free(b, me)) return a.free_with_streams(b);
-  if (tc != nullptr && a.keep_cached(*tc, b)) [[likely]]
-    return;
-  a.push_central(a.pool_of(b), b);
+  if (settle_free(b, me)) return free_with_streams(b);
+  free_settled(b, tc);
+}
+
+void CachingHostAllocator::Impl::free_after_switch(Block* b) {
+  if (on_streams_after_switch(b)) return free_with_streams(b);
+  free_settled(b, local_cache());
+}
+
+// A freed block on no stream: into `tc` (the calling thread's cache, or
+// null) when it may go there, else onto its pool's shared lists.
+void CachingHostAllocator::Impl::free_settled(Block* b, ThreadCache* tc) {
+  if (tc != nullptr && keep_cached(*tc, b, capped())) return;
+  push_central(pool_of(b), b);
 }
 
 bool CachingHostAllocator::Impl::settle_free(Block* b, const void* me) {
   constexpr std::uint8_t on_streams = Block::kHandedOut | Block::kOnStreams;
-  if (record_mode.load(std::memory_order_relaxed) != kOwnersOnly || b->owner.load(std::memory_order_relaxed) != me)
-      [[unlikely]] {
+  if (!owners_only_mine(b, me)) [[unlikely]]
     return b->use.exchange(0, std::memory_order_acq_rel) == on_streams;
-  }
-  // Only owners have recorded, and this thread owns the block: no record can
-  // race this free, unless one from another thread is switching the mode
-  // now. Its heavy fence splits this free in two: what came before it is
-  // seen by the record (which then finds the block freed), what comes after
-  // sees the switch, as the second load of the mode does.
-  const std::uint8_t use = b->use.load(std::memory_order_relaxed);
-  b->use.store(0, std::memory_order_relaxed);
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  if (record_mode.load(std::memory_order_relaxed) != kOwnersOnly) [[unlikely]]
-    return on_streams_after_switch(b);
-  return use == on_streams;
+  const Settled settled = settle_own(b);
+  return settled == Settled::switched ? on_streams_after_switch(b) : settled == Settled::on_streams;
 }
 
 bool CachingHostAllocator::Impl::on_streams_after_switch(Block* b) {

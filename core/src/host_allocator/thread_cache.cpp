@@ -36,7 +36,7 @@ LocalCaches::~LocalCaches() {
 
 }  // namespace
 
-thread_local constinit LocalState tl_local;
+thread_local constinit LocalState tl_local [[gnu::tls_model("initial-exec")]];
 
 ThreadCache* CachingHostAllocator::Impl::find_local_cache() {
   if (config.thread_cache == 0 || tl_exited) return nullptr;

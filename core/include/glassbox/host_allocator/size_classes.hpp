@@ -21,7 +21,8 @@ class SizeClasses {
 
   /// Class index of a request (1 <= size <= kMaxRequest).
   std::uint32_t index(std::size_t size) const noexcept {
-    if (policy_ == SizeClassPolicy::pow2) return static_cast<std::uint32_t>(std::bit_width(size - 1));
+    if (policy_ == SizeClassPolicy::pow2) [[likely]]  // the default: inline, the other one jumps
+      return static_cast<std::uint32_t>(std::bit_width(size - 1));
     if (size <= 4) return static_cast<std::uint32_t>(size - 1);        // 1, 2, 3, 4: exact
     unsigned k = static_cast<unsigned>(std::bit_width(size - 1)) - 1;  // 2^k < size <= 2^(k+1)
     std::size_t step = std::size_t{1} << (k - 2);

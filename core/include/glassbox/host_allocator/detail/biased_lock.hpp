@@ -41,7 +41,7 @@ class BiasedLock {
   /// Owner thread only. False while a remote holds the lock: the owner then
   /// uses the shared path instead of waiting.
   bool owner_try_lock() noexcept {
-    if (asymmetric_) {
+    if (asymmetric_) [[likely]] {
       owner_in_.store(true, std::memory_order_relaxed);
       std::atomic_signal_fence(std::memory_order_seq_cst);
     } else {
