@@ -31,9 +31,10 @@
 
 namespace glassbox::host_allocator {
 
-// Cache-line aligned: blocks of different threads are written on every
-// allocate/free pair and must not share a line.
-struct alignas(64) Block {
+// Two cache lines aligned: blocks of different threads are written on every
+// allocate/free pair and must not share a line, and the context allocate()
+// hands out (context_of) keeps a tag in the address's low seven bits.
+struct alignas(128) Block {
   void* ptr = nullptr;
   std::size_t size = 0;
   std::uint32_t cls = 0;
@@ -71,6 +72,19 @@ struct alignas(64) Block {
   std::atomic<std::size_t> requested{0};
   std::chrono::steady_clock::time_point created;
 };
+
+// The context allocate() hands out for a block: its address, with 1 + its
+// class in the low bits when a thread cache may keep it (ThreadCache::tag),
+// else 0. free() finds the slot from the context alone: no load from the
+// block on the chain from one cached pair to the next.
+inline constexpr std::uintptr_t kTagMask = alignof(Block) - 1;
+inline void* tagged(Block* b, std::uintptr_t tag) noexcept {
+  return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(b) | tag);
+}
+inline Block* block_of(void* ctx) noexcept {
+  return reinterpret_cast<Block*>(reinterpret_cast<std::uintptr_t>(ctx) & ~kTagMask);
+}
+inline std::uintptr_t tag_of(const void* ctx) noexcept { return reinterpret_cast<std::uintptr_t>(ctx) & kTagMask; }
 
 struct FreeList {
   std::mutex mu;
@@ -303,7 +317,19 @@ struct alignas(64) ThreadCache {
   detail::BiasedLock lock;
   std::atomic<std::uint64_t> requested_bytes{0};  // on the lock's line, before the slots' alignment
   std::array<Slot, SizeClasses::kCount> slots{};
+
+  // Whether a block may be kept in a thread cache: the default pool's, up to kMaxBlock.
+  static bool may_keep(const Block& b) noexcept { return b.pool == PoolId{} && b.size <= kMaxBlock; }
+  // A kept block's context tag (context_of): 1 + its class, 0 for none.
+  static std::uintptr_t tag(std::uint32_t cls) noexcept { return cls + 1; }
+  static std::size_t class_of_tag(std::uintptr_t tag) noexcept { return tag - 1; }
 };
+// Every class a cache may keep has a tag that fits below the block's alignment.
+static_assert(SizeClasses(SizeClassPolicy::pow2x4).index(ThreadCache::kMaxBlock) + 1 <= kTagMask);
+static_assert(SizeClasses(SizeClassPolicy::pow2).index(ThreadCache::kMaxBlock) + 1 <= kTagMask);
+inline void* context_of(Block* b) noexcept {
+  return tagged(b, ThreadCache::may_keep(*b) ? ThreadCache::tag(b->cls) : 0);
+}
 
 // The blocks the calling thread last found by their context in
 // record_stream (Impl::find_block), so that its next record on one needs no
@@ -429,8 +455,11 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // the caller before any store here (free()'s own path runs uncapped only,
   // and passes false: no call left in it).
   bool keep_cached(ThreadCache& tc, Block* b, bool count_bytes) noexcept {
-    if (b->pool != PoolId{} || b->size > ThreadCache::kMaxBlock || !tc.lock.owner_try_lock()) return false;
-    auto& slot = tc.slots[b->cls];
+    return ThreadCache::may_keep(*b) && keep_in_slot(tc, tc.slots[b->cls], b, count_bytes);
+  }
+  // keep_cached() of a block that may be kept, into its class's `slot`.
+  bool keep_in_slot(ThreadCache& tc, ThreadCache::Slot& slot, Block* b, bool count_bytes) noexcept {
+    if (!tc.lock.owner_try_lock()) return false;
     const bool kept = slot.count < config.thread_cache;
     if (kept) {
       // A load, not an increment: blocks freed at once may share a tick.

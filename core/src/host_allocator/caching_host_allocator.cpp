@@ -101,10 +101,11 @@ std::size_t CachingHostAllocator::round_size(std::size_t size) const {
 HostAllocation CachingHostAllocator::allocate(std::size_t size) {
   Impl& a = *impl_;
   if (size - 1 < SizeClasses::kMaxRequest) [[likely]] {  // 1 <= size <= kMaxRequest
-    if (Block* b = a.take_cached(a.classes.index(size), size)) [[likely]] {
+    const std::uint32_t cls = a.classes.index(size);
+    if (Block* b = a.take_cached(cls, size)) [[likely]] {
       if (a.config.nvtx_mem_regions) [[unlikely]]
         return a.mark_requested(b, size);
-      return {b->ptr, b};
+      return {b->ptr, tagged(b, ThreadCache::tag(cls))};  // a cache's block: context_of(b)
     }
   }
   return a.allocate_slow(size);
@@ -112,7 +113,7 @@ HostAllocation CachingHostAllocator::allocate(std::size_t size) {
 
 HostAllocation CachingHostAllocator::Impl::mark_requested(Block* b, std::size_t size) noexcept {
   backend->mark_requested(b->ptr, size, b->size);
-  return {b->ptr, b};
+  return {b->ptr, context_of(b)};
 }
 
 HostAllocation CachingHostAllocator::Impl::allocate_slow(std::size_t size) {
@@ -122,7 +123,7 @@ HostAllocation CachingHostAllocator::Impl::allocate_slow(std::size_t size) {
                       std::to_string(SizeClasses::kMaxRequest) + " bytes");
   }
   Block* b = allocate_uncached(size, classes.index(size));
-  return {b->ptr, b};
+  return {b->ptr, context_of(b)};
 }
 
 Block* CachingHostAllocator::Impl::allocate_uncached(std::size_t size, std::uint32_t cls) {
@@ -399,18 +400,20 @@ Block* CachingHostAllocator::Impl::create_block(std::size_t size, std::uint32_t 
 void CachingHostAllocator::free(void* ctx) {
   if (ctx == nullptr) return;
   Impl& a = *impl_;
-  auto* b = static_cast<Block*>(ctx);
+  Block* b = block_of(ctx);
+  const std::uintptr_t tag = tag_of(ctx);
   LocalState& local = tl_local;
-  if (local.cache_owner != a.id || a.capped() || !a.owners_only_mine(b, &local)) [[unlikely]]
+  if (tag == 0 || local.cache_owner != a.id || a.capped() || !a.owners_only_mine(b, &local)) [[unlikely]]
     return a.free_slow(b);
   ThreadCache& tc = *local.cache;
-  bump(tc.slots[b->cls].freed, 1);
+  ThreadCache::Slot& slot = tc.slots[ThreadCache::class_of_tag(tag)];
+  bump(slot.freed, 1);
   switch (a.settle_own(b)) {
     case Impl::Settled::switched: return a.free_after_switch(b);
     case Impl::Settled::on_streams: return a.free_with_streams(b);
     case Impl::Settled::off_streams: break;
   }
-  if (!a.keep_cached(tc, b, false)) [[unlikely]]
+  if (!a.keep_in_slot(tc, slot, b, false)) [[unlikely]]
     return a.free_settled(b, nullptr);
 }
 
@@ -599,7 +602,7 @@ std::pair<BlockPool*, bool> CachingHostAllocator::Impl::pool_for_current_stream(
 // As PyTorch: `ctx` when it is one of our blocks, else the block at `ptr`
 // (a caller may have wrapped the context in one of its own); null if neither.
 Block* CachingHostAllocator::Impl::find_block(void* ptr, void* ctx) {
-  auto* b = static_cast<Block*>(ctx);
+  Block* b = block_of(ctx);
   if (b == nullptr) return find_by_ptr(ptr);
   if (known_block(b)) [[likely]]
     return b;

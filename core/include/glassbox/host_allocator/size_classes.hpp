@@ -17,10 +17,10 @@ class SizeClasses {
   static constexpr std::size_t kMaxRequest = std::size_t{1} << 62;
   static constexpr std::size_t kCount = 4 * 64;  ///< indices used by either policy stay below this
 
-  explicit SizeClasses(SizeClassPolicy policy) noexcept : policy_(policy) {}
+  explicit constexpr SizeClasses(SizeClassPolicy policy) noexcept : policy_(policy) {}
 
   /// Class index of a request (1 <= size <= kMaxRequest).
-  std::uint32_t index(std::size_t size) const noexcept {
+  constexpr std::uint32_t index(std::size_t size) const noexcept {
     if (policy_ == SizeClassPolicy::pow2) [[likely]]  // the default: inline, the other one jumps
       return static_cast<std::uint32_t>(std::bit_width(size - 1));
     if (size <= 4) return static_cast<std::uint32_t>(size - 1);        // 1, 2, 3, 4: exact
