@@ -409,9 +409,12 @@ void CachingHostAllocator::free(void* ctx) {
   ThreadCache::Slot& slot = tc.slots[ThreadCache::class_of_tag(tag)];
   bump(slot.freed, 1);
   switch (a.settle_own(b)) {
-    case Impl::Settled::switched: return a.free_after_switch(b);
-    case Impl::Settled::on_streams: return a.free_with_streams(b);
-    case Impl::Settled::off_streams: break;
+    case Impl::Settled::switched:
+      return a.free_after_switch(b);
+    case Impl::Settled::on_streams:
+      return a.free_with_streams(b);
+    case Impl::Settled::off_streams:
+      break;
   }
   if (!a.keep_in_slot(tc, slot, b, false)) [[unlikely]]
     return a.free_settled(b, nullptr);
