@@ -292,10 +292,11 @@ struct ClassRecord {
 // pinned blocks should not sit idle in one thread's cache. Its owner thread
 // takes `lock` on the owner side; empty_cache(), stats() and the allocator's
 // teardown take it on the remote side (for_each_cache); the owner's exit
-// needs only caches_mu (retire_cache). Cache-line aligned: every cached pair
-// writes its lock, a slot and requested_bytes, and two threads' caches
-// allocated side by side must not share a line.
-struct alignas(64) ThreadCache {
+// needs only caches_mu (retire_cache). Aligned as its slots (128 bytes, at
+// least a cache line): every cached pair writes its lock, a slot and
+// requested_bytes, and two threads' caches allocated side by side must not
+// share a line.
+struct alignas(128) ThreadCache {
   static constexpr int kCapacity = 8;
   static constexpr std::size_t kMaxBlock = std::size_t{1} << 20;
   // 128 bytes apart: free() finds a block's slot with one shift of its
