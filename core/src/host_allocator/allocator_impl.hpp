@@ -451,14 +451,14 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // A hit with NVTX memory regions on: names the block's requested range.
   [[gnu::noinline]] HostAllocation mark_requested(Block* b, std::size_t size) noexcept;
   Block* allocate_uncached(std::size_t size, std::uint32_t cls);
-  // free()'s common case: into the calling thread's cache, when the block
-  // may go there and its slot has room. `count_bytes` is capped(), read by
-  // the caller before any store here (free()'s own path runs uncapped only,
-  // and passes false: no call left in it).
-  bool keep_cached(ThreadCache& tc, Block* b, bool count_bytes) noexcept {
-    return ThreadCache::may_keep(*b) && keep_in_slot(tc, tc.slots[b->cls], b, count_bytes);
+  // Into the calling thread's cache, when the block may go there and its
+  // slot has room.
+  bool keep_cached(ThreadCache& tc, Block* b) noexcept {
+    return ThreadCache::may_keep(*b) && keep_in_slot(tc, tc.slots[b->cls], b, capped());
   }
   // keep_cached() of a block that may be kept, into its class's `slot`.
+  // `count_bytes` is capped(), read before any store here: free()'s own
+  // path runs uncapped only and passes false, so no call is left in it.
   bool keep_in_slot(ThreadCache& tc, ThreadCache::Slot& slot, Block* b, bool count_bytes) noexcept {
     if (!tc.lock.owner_try_lock()) return false;
     const bool kept = slot.count < config.thread_cache;

@@ -440,7 +440,7 @@ void CachingHostAllocator::Impl::free_after_switch(Block* b) {
 // A freed block on no stream: into `tc` (the calling thread's cache, or
 // null) when it may go there, else onto its pool's shared lists.
 void CachingHostAllocator::Impl::free_settled(Block* b, ThreadCache* tc) {
-  if (tc != nullptr && keep_cached(*tc, b, capped())) return;
+  if (tc != nullptr && keep_cached(*tc, b)) return;
   push_central(pool_of(b), b);
 }
 

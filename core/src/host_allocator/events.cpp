@@ -225,7 +225,7 @@ bool CachingHostAllocator::Impl::release_group(BlockPool& pool, EventShard& shar
       waiting_count(pool, shard, *b).fetch_sub(1, std::memory_order_relaxed);
       if (kept == nullptr && b->cls == wanted) {
         kept = b;
-      } else if (tc == nullptr || !keep_cached(*tc, b, capped())) {
+      } else if (tc == nullptr || !keep_cached(*tc, b)) {
         push_central(pool, b);
       }
     }
