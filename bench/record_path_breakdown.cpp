@@ -26,9 +26,10 @@ namespace {
 namespace gcu = glassbox::cuda;
 namespace gha = glassbox::host_allocator;
 
-enum Call { kRecord, kQuery, kRelease, kCapturing, kSerial, kOutlives, kAllocate, kCalls };
-constexpr std::array<const char*, kCalls> kNames{"record_event",  "query_event",     "release_event", "is_capturing",
-                                                 "stream_serial", "stream_outlives", "allocate"};
+enum Call { kRecord, kQuery, kRelease, kCapturing, kSerial, kOutlives, kStreamDone, kAllocate, kCalls };
+constexpr std::array<const char*, kCalls> kNames{"record_event",  "query_event",     "release_event",
+                                                 "is_capturing",  "stream_serial",   "stream_outlives",
+                                                 "stream_done",   "allocate"};
 
 // One thread times; plain counters suffice.
 struct Tally {
@@ -86,6 +87,10 @@ class TimingBackend final : public gha::ForwardingHostBackend<gcu::CudaHostBacke
   bool stream_outlives_allocator(gha::StreamId s) const noexcept override {
     Timed t(kOutlives);
     return inner.stream_outlives_allocator(s);
+  }
+  bool stream_done(gha::StreamId s) noexcept override {
+    Timed t(kStreamDone);
+    return inner.stream_done(s);
   }
 };
 

@@ -339,12 +339,25 @@ class ModelHarness {
     std::size_t i = static_cast<std::size_t>(pick(0, static_cast<int>(held_.size()) - 1));
     auto [id, a] = held_[i];
     held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(i));
-    allocator_->free(a.ctx);
     ModelBlock& b = model_.blocks.at(id);
+    // Whether the free asked its streams, and each said it had run all its
+    // work, is the allocator's guess (IdleStreamGate); read off its counts,
+    // and checked against the streams: then the block is free at once.
+    const std::int64_t done_before = stream_queries("done"), busy_before = stream_queries("busy");
+    std::vector<bool> stream_idle;
+    for (int s : b.streams) stream_idle.push_back(streams_[static_cast<std::size_t>(s)].idle());
+    allocator_->free(a.ctx);
+    const bool freed_at_once = !b.streams.empty() && stream_queries("busy") == busy_before &&
+                               stream_queries("done") - done_before == static_cast<std::int64_t>(b.streams.size());
     b.allocated = false;
     const bool stream_capturing =
         capturing_ && std::find(b.streams.begin(), b.streams.end(), kCaptureStream) != b.streams.end();
-    if (b.streams.empty()) {
+    if (freed_at_once) {
+      expect(std::all_of(stream_idle.begin(), stream_idle.end(), [](bool idle) { return idle; }),
+             "freed with no event while a stream of the block had work queued");
+      expect(!b.captured && !stream_capturing, "a block used during capture freed with no event");
+    }
+    if (b.streams.empty() || freed_at_once) {
       model_.put_free(b.pool, b.size, id);
     } else if (b.captured || stream_capturing) {
       b.event_count += static_cast<int>(b.streams.size());  // no event recorded: never drains
@@ -430,6 +443,9 @@ class ModelHarness {
   }
 
   int pick(int lo, int hi) { return pick_(lo, hi); }
+  std::int64_t stream_queries(const char* outcome) {
+    return static_cast<std::int64_t>(metric_sum(registry_, "glassbox_host_stream_queries_total", {{"outcome", outcome}}));
+  }
 
   std::function<int(int, int)> pick_;
   gm::Registry registry_;

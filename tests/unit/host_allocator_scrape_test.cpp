@@ -140,6 +140,8 @@ TEST(HostAllocatorScrape, AFreeStoppedBeforeItsEventsAreQueuedShowsNoPhantomFree
   auto backend = std::make_shared<PausingBackend>();
   gha::HostAllocatorOptions o;
   o.registry = &registry;
+  // The stream has run everything by the free: it records only without the check.
+  o.config = gha::HostAllocatorConfig::parse("idle_stream_check:false");
   gha::CachingHostAllocator allocator(backend, o);
   gs::SimStream stream(gs::SimStream::Mode::worker);
   auto a = allocator.allocate(4000);

@@ -364,6 +364,7 @@ class ReusedHandleBackend final : public gha::ForwardingHostBackend<SimHostBacke
   static constexpr gha::StreamId kHandle = 0x1000;
   gha::EventId record_event(gha::StreamId stream) override { return inner.record_event(behind_(stream)); }
   bool is_capturing(gha::StreamId stream) const override { return inner.is_capturing(behind_(stream)); }
+  bool stream_done(gha::StreamId stream) noexcept override { return inner.stream_done(behind_(stream)); }
   std::uint64_t stream_serial(gha::StreamId stream) const noexcept override {
     return inner.stream_serial(behind_(stream));
   }
@@ -382,7 +383,8 @@ class ReusedHandleBackend final : public gha::ForwardingHostBackend<SimHostBacke
 TEST(HostAllocator, EventsUnderAReusedStreamHandleShareNoQuery) {
   auto backend = std::make_shared<ReusedHandleBackend>();
   gha::HostAllocatorOptions o;
-  o.config = gha::HostAllocatorConfig::parse("thread_cache:0");
+  // The new stream has run everything by each free: events only without the check.
+  o.config = gha::HostAllocatorConfig::parse("thread_cache:0,idle_stream_check:false");
   gm::Registry registry;
   o.registry = &registry;
   gha::CachingHostAllocator allocator(backend, o);
@@ -426,6 +428,8 @@ struct LaggingBackend : gha::ForwardingHostBackend<SimHostBackend> {
     recorded_at.erase(e);
     inner.release_event(e);
   }
+  // Behind by `lag` records, the stream always has work queued at a free.
+  bool stream_done(gha::StreamId) noexcept override { return false; }
 };
 
 struct RecordPathRun {
@@ -534,9 +538,9 @@ TEST(HostAllocatorConfig, BadKeysAndValuesSayWhatIsAccepted) {
     const char* expect;
   } cases[] = {
       {"colour:red",
-       "key one of background_thread, max_cached_bytes, nvtx_mem_regions, oom_snapshot, register_threads, "
-       "size_classes, "
-       "thread_cache"},
+       "key one of background_thread, idle_stream_check, max_cached_bytes, nvtx_mem_regions, oom_snapshot, "
+       "register_threads, size_classes, thread_cache"},
+      {"idle_stream_check:yes", "idle_stream_check takes true or false"},
       {"background_thread", "expected key:value"},
       {"background_thread:maybe", "background_thread takes true or false"},
       {"size_classes:pow3", "size_classes takes pow2 or pow2x4"},

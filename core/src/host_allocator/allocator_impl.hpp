@@ -372,6 +372,8 @@ struct Metrics {
   metrics::Counter group_events;    // events recorded for open groups
   metrics::Counter group_blocks;    // blocks those events covered
   metrics::Counter covered_events;  // events released by a later one's query, with none of their own
+  metrics::Counter streams_done;    // frees whose streams had finished: reusable with no event
+  metrics::Counter streams_busy;    // frees whose stream query found work left
   metrics::Histogram backend_alloc_seconds;
   metrics::Counter unrecyclable_captured;
   metrics::Counter unrecyclable_record_failed;
@@ -567,7 +569,12 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   }
   bool batches(const BlockPool& pool, EventShard& own, std::size_t size, std::uint32_t cls) const noexcept;
   void free_with_streams(Block* b);
+  // Whether every one of `streams` (none capturing) has run all its work:
+  // asked of the backend where the thread's IdleStreamGate lets it.
+  bool streams_done(const std::vector<StreamId>& streams);
   void queue_events(Block* b, const std::vector<StreamId>& streams, bool captured);
+  // Frees b, counted as waiting on `streams` events, with none.
+  void release_done(Block* b, std::size_t streams);
   // Adds b, freed after use on `stream` alone (promised long-lived), to the
   // stream's open group in the calling thread's shard: no event yet.
   void defer_event(BlockPool& pool, Block* b, StreamId stream);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "allocator_impl.hpp"
+#include "idle_stream_gate.hpp"
 #include "glassbox/error.hpp"
 #include "glassbox/nvtx/range.hpp"
 #include "glassbox/trace/span.hpp"
@@ -491,19 +492,34 @@ void CachingHostAllocator::Impl::free_with_streams(Block* b) {
   queue_events(b, streams, captured);
 }
 
+bool CachingHostAllocator::Impl::streams_done(const std::vector<StreamId>& streams) {
+  if (!config.idle_stream_check) return false;
+  thread_local IdleStreamGate gate;
+  for (StreamId s : streams) {
+    if (!gate.should_ask(id, s)) return false;
+    const bool done = backend->stream_done(s);
+    gate.answered(id, s, done);
+    (done ? m.streams_done : m.streams_busy).inc();
+    if (!done) return false;
+  }
+  return true;
+}
+
 // Events are recorded outside every lock: recording may block on a driver
 // lock that a thread holding one of ours waits behind.
 void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<StreamId>& streams, bool captured) {
   thread_local std::vector<EventGroup> events;
   events.clear();
   std::exception_ptr failure;
+  bool done = false;
   try {
     // On a capturing stream the record would be captured into the graph, and
-    // no poll of it could ever succeed: a block one of whose streams
-    // captures now is used during capture.
+    // no poll of it could ever succeed (nor may the stream be queried): a
+    // block one of whose streams captures now is used during capture.
     captured =
         captured || std::any_of(streams.begin(), streams.end(), [&](StreamId s) { return backend->is_capturing(s); });
-    if (!captured) {
+    done = !captured && streams_done(streams);
+    if (!captured && !done) {
       for (StreamId s : streams) {
         const EventId e = backend->record_event(s);
         events.push_back(just_recorded(e, b, backend->stream_serial(s)));
@@ -519,6 +535,7 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
     }
     retire(b, m.unrecyclable_record_failed);
   }
+  if (done) return release_done(b, streams.size());
   BlockPool& pool = pool_of(b);
   EventShard& shard = pool.own_shard();
   waiting_count(pool, shard, *b).fetch_add(1, std::memory_order_relaxed);
@@ -536,6 +553,16 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
   tracks.pending_changed(pool, static_cast<std::int64_t>(events.size()));
   if (config.background_thread) background_cv.notify_one();
   if (failure) std::rethrow_exception(failure);
+}
+
+// Every use of the block ended before its free, and each of its streams has
+// run all its work since: an event recorded now would be complete at once.
+void CachingHostAllocator::Impl::release_done(Block* b, std::size_t streams) {
+  {
+    std::lock_guard lock(b->lock);
+    b->event_count -= static_cast<int>(streams);
+  }
+  free_settled(b, local_cache());
 }
 
 void CachingHostAllocator::Impl::retire(Block* b, metrics::Counter& reason) {

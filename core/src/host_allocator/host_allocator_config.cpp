@@ -74,6 +74,7 @@ const std::map<std::string, Key>& keys() {
       {"oom_snapshot",
        {"a file path with no comma or control character, written on out-of-memory",
         [](auto& c, auto& v) { c.oom_snapshot = parse_path(v); }}},
+      {"idle_stream_check", {"true or false", [](auto& c, auto& v) { c.idle_stream_check = parse_bool(v); }}},
       {"nvtx_mem_regions", {"true or false", [](auto& c, auto& v) { c.nvtx_mem_regions = parse_bool(v); }}},
       {"thread_cache",
        {"an integer from 0 to 8", [](auto& c, auto& v) { c.thread_cache = static_cast<int>(parse_int(v, 0, 8)); }}},
@@ -129,6 +130,7 @@ std::string HostAllocatorConfig::to_string() const {
     << ",max_cached_bytes:" << max_cached_bytes << ",thread_cache:" << thread_cache;
   if (!oom_snapshot.empty()) o << ",oom_snapshot:" << oom_snapshot;
   if (nvtx_mem_regions) o << ",nvtx_mem_regions:true";
+  if (!idle_stream_check) o << ",idle_stream_check:false";
   return o.str();
 }
 

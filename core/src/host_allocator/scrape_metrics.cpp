@@ -20,6 +20,15 @@ metrics::Counter unrecyclable(metrics::Registry& r, std::string_view reason) {
   return r.counter("glassbox_host_blocks_unrecyclable_total", kUnrecyclableHelp, {"reason"}).with({reason});
 }
 
+metrics::Counter stream_queries(metrics::Registry& r, std::string_view outcome) {
+  return r
+      .counter("glassbox_host_stream_queries_total",
+               "Frees that asked whether their stream had run all its work: done (the block was reusable at once, "
+               "with no event) or busy (an event was recorded)",
+               {"outcome"})
+      .with({outcome});
+}
+
 metrics::Counter usage_error(metrics::Registry& r, std::string_view error) {
   return r.counter("glassbox_host_usage_errors_total", kUsageErrorsHelp, {"error"}).with({error});
 }
@@ -50,6 +59,8 @@ Metrics::Metrics(metrics::Registry& r)
                                "Events seen complete through a later event of their thread on their stream, with "
                                "no query of their own")
                          .with()),
+      streams_done(stream_queries(r, "done")),
+      streams_busy(stream_queries(r, "busy")),
       backend_alloc_seconds(r.histogram("glassbox_host_backend_alloc_seconds",
                                         "Time to get a new pinned block from the backend (the slow path)", {},
                                         metrics::exponential_buckets(1e-6, 4, 12))

@@ -66,6 +66,10 @@ bool SimHostBackend::is_capturing(StreamId stream) const {
   return stream != 0 && reinterpret_cast<sim::SimStream*>(stream)->capturing();
 }
 
+bool SimHostBackend::stream_done(StreamId stream) noexcept {
+  return stream != 0 && reinterpret_cast<sim::SimStream*>(stream)->idle();
+}
+
 std::size_t SimHostBackend::live_bytes() const {
   std::lock_guard lock(mu_);
   return live_bytes_;

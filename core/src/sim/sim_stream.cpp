@@ -146,6 +146,11 @@ std::uint64_t SimStream::completed() const {
   return state_->completed;
 }
 
+bool SimStream::idle() const {
+  std::lock_guard lock(state_->mu);
+  return state_->completed == state_->submitted;
+}
+
 void SimStream::begin_capture() {
   std::lock_guard lock(state_->mu);
   capturing_ = true;

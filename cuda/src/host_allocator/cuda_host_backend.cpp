@@ -82,6 +82,7 @@ struct DriverCalls {
   PFN_cuEventRecord_v2000 event_record = nullptr;
   PFN_cuEventQuery_v2000 event_query = nullptr;
   PFN_cuStreamGetId_v12000 stream_get_id = nullptr;
+  PFN_cuStreamQuery_v2000 stream_query = nullptr;
 };
 
 template <class Fn>
@@ -102,6 +103,7 @@ const DriverCalls& driver() {
       entry_point<PFN_cuEventRecord_v2000>("cuEventRecord", 2000),
       entry_point<PFN_cuEventQuery_v2000>("cuEventQuery", 2000),
       entry_point<PFN_cuStreamGetId_v12000>("cuStreamGetId", 12000),
+      entry_point<PFN_cuStreamQuery_v2000>("cuStreamQuery", 2000),
   };
   return calls;
 }
@@ -316,6 +318,22 @@ host_allocator::EventPoll CudaHostBackend::query_event(host_allocator::EventId e
   (void)cudaGetLastError();  // not the caller's error to find later
   if (status == cudaErrorNotReady) return {host_allocator::EventPoll::pending};
   return {host_allocator::EventPoll::failed, cudaGetErrorName(status)};
+}
+
+// Relaxed, as an event query: a stream query is among the calls a global
+// capture on another thread forbids.
+bool CudaHostBackend::stream_done(host_allocator::StreamId stream) noexcept {
+  auto s = reinterpret_cast<cudaStream_t>(stream);
+  RelaxedCaptureMode relaxed;
+  if (auto fn = driver().stream_query) {
+    const CUresult r = fn(s);
+    if (r == CUDA_SUCCESS) return true;
+    if (r == CUDA_ERROR_NOT_READY) return false;
+  }
+  const cudaError_t status = cudaStreamQuery(s);
+  if (status == cudaSuccess) return true;
+  (void)cudaGetLastError();  // not the caller's error to find later; the record reports a real one
+  return false;
 }
 
 void CudaHostBackend::release_event(host_allocator::EventId event) noexcept {

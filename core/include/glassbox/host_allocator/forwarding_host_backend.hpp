@@ -21,6 +21,7 @@ class ForwardingHostBackend : public HostBackend {
   EventId record_event(StreamId stream) override { return inner.record_event(stream); }
   EventPoll query_event(EventId event) noexcept override { return inner.query_event(event); }
   void release_event(EventId event) noexcept override { inner.release_event(event); }
+  bool stream_done(StreamId stream) noexcept override { return inner.stream_done(stream); }
   StreamId current_stream() const override { return inner.current_stream(); }
   bool is_capturing(StreamId stream) const override { return inner.is_capturing(stream); }
   std::uint64_t stream_serial(StreamId stream) const noexcept override { return inner.stream_serial(stream); }

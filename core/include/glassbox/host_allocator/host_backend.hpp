@@ -2,7 +2,7 @@
 // What the caching host allocator needs from a device runtime: pinned host
 // memory, events recorded on streams, and stream capture state. Called only
 // off the cached pair's path (a new block, a record without a promise, a free
-// with recorded streams, event polling), beside driver calls or locks that
+// with recorded streams, a stream query, event polling), beside driver calls or locks that
 // cost far more than a virtual call; mark_requested, on every
 // hand-out, only when the config asks for it (nvtx_mem_regions).
 #include <cstddef>
@@ -51,6 +51,12 @@ class HostBackend {
   virtual EventPoll query_event(EventId event) noexcept = 0;
   /// Gives the event back to the pool (a failed one too: a new record resets it).
   virtual void release_event(EventId event) noexcept = 0;
+  /// Whether everything queued on `stream` so far has run (CUDA: a stream
+  /// query), so that a block whose use on it ended before this call is free
+  /// to reuse with no event. False where the stream has work left, the
+  /// backend cannot tell, or the query fails (the event path then reports
+  /// the failure). Never asked of a capturing stream.
+  virtual bool stream_done(StreamId /*stream*/) noexcept { return false; }
   /// The calling thread's current stream.
   virtual StreamId current_stream() const = 0;
   virtual bool is_capturing(StreamId stream) const = 0;

@@ -37,6 +37,7 @@ class SimHostBackend final : public HostBackend {
   void release_event(EventId event) noexcept override;
   StreamId current_stream() const override;
   bool is_capturing(StreamId stream) const override;
+  bool stream_done(StreamId stream) noexcept override;
   bool stream_outlives_allocator(StreamId stream) const noexcept override {
     return stream != 0 && stream == pool_stream.load(std::memory_order_relaxed);
   }

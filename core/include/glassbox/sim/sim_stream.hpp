@@ -69,6 +69,8 @@ class SimStream {
 
   std::uint64_t submitted() const;
   std::uint64_t completed() const;
+  /// True when every item queued so far has run (as cudaStreamQuery).
+  bool idle() const;
   const std::string& name() const noexcept { return name_; }
   /// A number no other SimStream of the process had (1, 2, ...), where a
   /// destroyed stream's address may come back for a new one.

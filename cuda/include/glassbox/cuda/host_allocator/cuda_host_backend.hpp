@@ -2,7 +2,7 @@
 // The host allocator's CUDA backend: pinned memory from cudaHostAlloc (or
 // malloc + cudaHostRegister), events from a per-device pool of reusable
 // timing-free events (each thread keeps the one it gave back last), stream
-// capture state from cudaStreamIsCapturing; glassbox's pool streams
+// capture state from cudaStreamIsCapturing, stream queries; glassbox's pool streams
 // (stream_pool.hpp) are known to outlive it. Calls that a graph capture
 // forbids (host memory, event queries) run in relaxed capture mode, so they
 // are safe during a capture in any mode.
@@ -33,6 +33,8 @@ class CudaHostBackend final : public host_allocator::HostBackend {
   host_allocator::EventId record_event(host_allocator::StreamId stream) override;
   host_allocator::EventPoll query_event(host_allocator::EventId event) noexcept override;
   void release_event(host_allocator::EventId event) noexcept override;
+  /// A stream query (cuStreamQuery), in relaxed capture mode.
+  bool stream_done(host_allocator::StreamId stream) noexcept override;
   host_allocator::StreamId current_stream() const override;
   bool is_capturing(host_allocator::StreamId stream) const override;
   /// True for glassbox's pool streams (stream_pool.hpp), which are never destroyed.

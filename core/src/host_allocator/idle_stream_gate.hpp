@@ -1,0 +1,54 @@
+#pragma once
+// Which frees ask whether their stream has run everything queued on it
+// (HostBackend::stream_done). The query costs about as much as the event it
+// saves, so a stream found busy is left unasked for a while: the next
+// 1, 3, 7, ... 63 of the thread's frees on it record their event without
+// asking, and one found done is asked at every free again. Per thread, a few
+// streams at once, by allocator and handle: a handle reused by a new stream
+// only misleads the guess, never the block's safety (a query answers for the
+// stream as it is).
+#include <array>
+#include <cstdint>
+
+#include "glassbox/host_allocator/host_backend.hpp"
+
+namespace glassbox::host_allocator {
+
+class IdleStreamGate {
+ public:
+  static constexpr std::uint16_t kMaxSkip = 63;
+
+  /// Whether this free on `stream`, by allocator `owner`, asks; counts a skipped one down.
+  bool should_ask(std::uint64_t owner, StreamId stream) noexcept {
+    Entry& e = entry(stream);
+    if (e.owner != owner || e.stream != stream) {
+      e = Entry{owner, stream, 0, 0};
+      return true;
+    }
+    if (e.skip == 0) return true;
+    --e.skip;
+    return false;
+  }
+
+  /// What the query found: done resets the wait, busy doubles it.
+  void answered(std::uint64_t owner, StreamId stream, bool done) noexcept {
+    Entry& e = entry(stream);
+    e.owner = owner;
+    e.stream = stream;
+    e.wait = done ? 0 : static_cast<std::uint16_t>(e.wait * 2 + 1 > kMaxSkip ? kMaxSkip : e.wait * 2 + 1);
+    e.skip = e.wait;
+  }
+
+ private:
+  struct Entry {
+    std::uint64_t owner = 0;
+    StreamId stream = 0;
+    std::uint16_t wait = 0;  // frees the last busy answer set to skip (0 after a done one)
+    std::uint16_t skip = 0;  // of those, still to skip
+  };
+  // The top bits of a multiplicative hash: a handle's low bits are alignment.
+  Entry& entry(StreamId stream) noexcept { return entries_[(stream * 0x9E3779B97F4A7C15ULL) >> 62]; }
+  std::array<Entry, 4> entries_{};
+};
+
+}  // namespace glassbox::host_allocator
