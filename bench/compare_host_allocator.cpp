@@ -54,6 +54,24 @@ void* record_event_path() {
   return a.ptr;
 }
 
+// The same with work on the stream at each free, as a caller that stages a
+// copy and frees the block right behind it: a 256-byte copy of the block to
+// the device, queued before the free (so the stream query at the free finds
+// the stream busy, and its backoff then skips the query).
+void* record_event_busy() {
+  thread_local void* device = [] {
+    void* d = nullptr;
+    gcu::check_cuda(cudaMalloc(&d, 256), "cudaMalloc");
+    return d;
+  }();
+  auto& allocator = gcu::cuda_host_allocator();
+  auto a = allocator.allocate(kBytes);
+  gcu::check_cuda(cudaMemcpyAsync(device, a.ptr, 256, cudaMemcpyHostToDevice, thread_stream()), "cudaMemcpyAsync");
+  allocator.record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(thread_stream()));
+  allocator.free(a.ctx);
+  return a.ptr;
+}
+
 // The same on a stream promised to outlive the allocator (it is never
 // destroyed, as PyTorch's pool streams, which its side uses): the event is
 // recorded once for all the blocks freed on the stream meanwhile.
@@ -124,8 +142,16 @@ void* stream_serial() {
   return reinterpret_cast<void*>(probe_backend().stream_serial(gcu::CudaHostBackend::id(thread_stream())));
 }
 
+// The stream query a free on a caller's stream makes first (relaxed capture
+// mode around cuStreamQuery): on a stream that has run all its work, it and
+// the capture check are all the driver calls the pair makes.
+void* stream_done() {
+  return reinterpret_cast<void*>(
+      std::uintptr_t{probe_backend().stream_done(gcu::CudaHostBackend::id(thread_stream()))});
+}
+
 // Every call our record path makes into the CUDA backend on a caller's
-// stream, and nothing of the allocator's: the stream's capture status and
+// stream when it records an event, and nothing of the allocator's: the stream's capture status and
 // serial, an event recorded (8 in flight, each given back 8 records later,
 // as a cache's worth of blocks waits), and every eighth time a query of
 // the record four before (one query covers a cache's worth of blocks).
@@ -182,8 +208,12 @@ int main(int argc, char** argv) {
                        std::span(gc::kShortThreadSweep, 1));
       gc::report_sweep("cuda", "stream_is_capturing", stream_is_capturing, std::span(gc::kShortThreadSweep, 1));
       gc::report_sweep("cuda", "stream_serial", stream_serial, std::span(gc::kShortThreadSweep, 1));
+      gc::report_sweep("cuda", "stream_done", stream_done, std::span(gc::kShortThreadSweep, 1));
       gc::report_sweep("cuda", "record_path_floor", record_path_floor, std::span(gc::kShortThreadSweep, 1));
     }
+  }
+  if (gc::wanted(argc, argv, "host_alloc_record_event_busy")) {
+    gc::report_sweep("glassbox", "host_alloc_record_event_busy", record_event_busy, gc::kShortThreadSweep);
   }
   if (gc::wanted(argc, argv, "host_alloc_record_event_long_lived")) {
     gc::report_sweep("glassbox", "host_alloc_record_event_long_lived", record_event_long_lived, gc::kShortThreadSweep);

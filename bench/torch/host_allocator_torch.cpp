@@ -23,6 +23,24 @@ void* record_event_path() {
   allocator->record_event(p.get(), p.get_context(), stream);
   return p.get();
 }
+
+// The same with work on the stream at each free, as a caller that stages a
+// copy and frees the block right behind it: a 256-byte copy of the block to
+// the device, queued before the free.
+void* record_event_busy() {
+  thread_local c10::Stream stream = at::cuda::getStreamFromPool().unwrap();
+  thread_local void* device = [] {
+    void* d = nullptr;
+    C10_CUDA_CHECK(cudaMalloc(&d, 256));
+    return d;
+  }();
+  auto* allocator = at::getHostAllocator(at::kCUDA);
+  at::DataPtr p = allocator->allocate(kBytes);
+  const auto s = at::cuda::CUDAStream(at::cuda::CUDAStream::UNCHECKED, stream).stream();
+  C10_CUDA_CHECK(cudaMemcpyAsync(device, p.get(), 256, cudaMemcpyHostToDevice, s));
+  allocator->record_event(p.get(), p.get_context(), stream);
+  return p.get();
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,5 +61,8 @@ int main(int argc, char** argv) {
   // side uses one of PyTorch's, without a promise: the same calls again.
   if (gc::wanted(argc, argv, "host_alloc_record_event_pool_stream")) {
     gc::report_sweep("pytorch", "host_alloc_record_event_pool_stream", record_event_path, gc::kShortThreadSweep);
+  }
+  if (gc::wanted(argc, argv, "host_alloc_record_event_busy")) {
+    gc::report_sweep("pytorch", "host_alloc_record_event_busy", record_event_busy, gc::kShortThreadSweep);
   }
 }

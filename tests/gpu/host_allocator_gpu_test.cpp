@@ -65,6 +65,9 @@ class HostAllocatorGpu : public ::testing::Test {
     if (backend_out != nullptr) *backend_out = backend;
     return std::make_unique<gha::CachingHostAllocator>(backend, o);
   }
+  // Every free on a stream records an event: without the idle-stream check,
+  // stream_, idle at each free, would take none.
+  static constexpr const char* kEventsAlways = "idle_stream_check:false";
   // One event through its whole life: recorded at the free of a block used
   // on stream_, found complete by the next allocate's poll, given back.
   void cycle_one_event(gha::CachingHostAllocator& allocator) {
@@ -128,7 +131,7 @@ TEST_F(HostAllocatorGpu, PinnedMemoryCopiesBothWays) {
 // create one more per thread.
 TEST_F(HostAllocatorGpu, EventsComeBackFromThreadsThatExit) {
   std::shared_ptr<gcu::CudaHostBackend> backend;
-  auto allocator = make("", &backend);
+  auto allocator = make(kEventsAlways, &backend);
   for (int i = 0; i < 64; ++i) std::thread([&] { cycle_one_event(*allocator); }).join();
   EXPECT_EQ(backend->events_created(), 1u);
 }
@@ -139,8 +142,8 @@ TEST_F(HostAllocatorGpu, EventsComeBackFromThreadsThatExit) {
 // Fresh threads: the test runner's own may hold a spare from an earlier test.
 TEST_F(HostAllocatorGpu, ASpareEventGoesBackToItsOwnBackend) {
   std::shared_ptr<gcu::CudaHostBackend> first, second;
-  auto a = make("", &first);
-  auto b = make("", &second);
+  auto a = make(kEventsAlways, &first);
+  auto b = make(kEventsAlways, &second);
   std::thread([&] {
     cycle_one_event(*b);  // this thread keeps the second backend's event
     cycle_one_event(*a);  // and hands it back when it keeps the first's
@@ -304,6 +307,29 @@ TEST_P(HostAllocatorGpuCapture, PollingEventsDuringCaptureKeepsTheCaptureValid) 
   EXPECT_EQ(other, "");
   EXPECT_EQ(end_capture_and_replay(), "cudaSuccess");
   gcu::check_cuda(cudaStreamSynchronize(side), "cudaStreamSynchronize");
+  cudaStreamDestroy(side);
+  cudaFree(scratch);
+}
+
+// A free on a stream that does not capture, while another captures, queries
+// its stream (it has run all its work): in relaxed mode, so the capture
+// survives in every mode, and the block is free at once.
+TEST_P(HostAllocatorGpuCapture, AStreamQueryAtAFreeDuringACaptureKeepsItValid) {
+  auto allocator = make("");
+  cudaStream_t side = nullptr;
+  gcu::check_cuda(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "cudaStreamCreate");
+  void* scratch = nullptr;
+  gcu::check_cuda(cudaMalloc(&scratch, 64), "cudaMalloc");
+  auto a = allocator->allocate(kBytes);
+  ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(side)));
+  begin_capture();
+  gcu::check_cuda(cudaMemsetAsync(scratch, 0, 64, stream_), "captured memset");
+  allocator->free(a.ctx);
+  EXPECT_EQ(metric("glassbox_host_stream_queries_total", {{"outcome", "done"}}), 1);
+  EXPECT_EQ(end_capture_and_replay(), "cudaSuccess");
+  auto again = allocator->allocate(kBytes);
+  EXPECT_EQ(again.ptr, a.ptr);
+  allocator->free(again.ctx);
   cudaStreamDestroy(side);
   cudaFree(scratch);
 }
