@@ -50,7 +50,8 @@
   X(cuEventQuery, PFN_cuEventQuery_v2000, (CUevent e), (e))                                                          \
   X(cuStreamIsCapturing, PFN_cuStreamIsCapturing_v10000, (CUstream s, CUstreamCaptureStatus * c), (s, c))            \
   X(cuThreadExchangeStreamCaptureMode, PFN_cuThreadExchangeStreamCaptureMode_v10010, (CUstreamCaptureMode * m), (m)) \
-  X(cuStreamGetId, PFN_cuStreamGetId_v12000, (CUstream s, unsigned long long* id), (s, id))
+  X(cuStreamGetId, PFN_cuStreamGetId_v12000, (CUstream s, unsigned long long* id), (s, id))                          \
+  X(cuStreamQuery, PFN_cuStreamQuery_v2000, (CUstream s), (s))
 
 namespace {
 
