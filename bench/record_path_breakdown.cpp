@@ -27,9 +27,8 @@ namespace gcu = glassbox::cuda;
 namespace gha = glassbox::host_allocator;
 
 enum Call { kRecord, kQuery, kRelease, kCapturing, kSerial, kOutlives, kStreamDone, kAllocate, kCalls };
-constexpr std::array<const char*, kCalls> kNames{"record_event",  "query_event",     "release_event",
-                                                 "is_capturing",  "stream_serial",   "stream_outlives",
-                                                 "stream_done",   "allocate"};
+constexpr std::array<const char*, kCalls> kNames{"record_event",  "query_event",     "release_event", "is_capturing",
+                                                 "stream_serial", "stream_outlives", "stream_done",   "allocate"};
 
 // One thread times; plain counters suffice.
 struct Tally {

@@ -444,7 +444,8 @@ class ModelHarness {
 
   int pick(int lo, int hi) { return pick_(lo, hi); }
   std::int64_t stream_queries(const char* outcome) {
-    return static_cast<std::int64_t>(metric_sum(registry_, "glassbox_host_stream_queries_total", {{"outcome", outcome}}));
+    return static_cast<std::int64_t>(
+        metric_sum(registry_, "glassbox_host_stream_queries_total", {{"outcome", outcome}}));
   }
 
   std::function<int(int, int)> pick_;

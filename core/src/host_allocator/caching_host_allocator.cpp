@@ -7,10 +7,10 @@
 #include <utility>
 
 #include "allocator_impl.hpp"
-#include "idle_stream_gate.hpp"
 #include "glassbox/error.hpp"
 #include "glassbox/nvtx/range.hpp"
 #include "glassbox/trace/span.hpp"
+#include "idle_stream_gate.hpp"
 
 namespace glassbox::host_allocator {
 
