@@ -170,6 +170,23 @@ namespace {
 // capture, so the allocator makes its own in relaxed mode.
 class HostAllocatorGpuCapture : public HostAllocatorGpu, public ::testing::WithParamInterface<cudaStreamCaptureMode> {
  protected:
+  // A stream beside the capturing one, and device memory for a captured
+  // memset; waited for and released when the test ends.
+  struct Side {
+    cudaStream_t stream = nullptr;
+    void* scratch = nullptr;
+    Side() {
+      gcu::check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+      gcu::check_cuda(cudaMalloc(&scratch, 64), "cudaMalloc");
+    }
+    ~Side() {
+      (void)cudaStreamSynchronize(stream);
+      (void)cudaStreamDestroy(stream);
+      (void)cudaFree(scratch);
+    }
+    Side(const Side&) = delete;
+    Side& operator=(const Side&) = delete;
+  };
   void begin_capture() { gcu::check_cuda(cudaStreamBeginCapture(stream_, GetParam()), "cudaStreamBeginCapture"); }
   // Ends the capture and, if it survived, replays the graph once; returns the
   // capture's status ("cudaSuccess" when it survived).
@@ -291,24 +308,18 @@ TEST_P(HostAllocatorGpuCapture, TheAllocatorsDriverCallsKeepTheCaptureValid) {
 // kernel spinning on another stream keeps them pending.
 TEST_P(HostAllocatorGpuCapture, PollingEventsDuringCaptureKeepsTheCaptureValid) {
   auto allocator = make("");
-  cudaStream_t side = nullptr;
-  gcu::check_cuda(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "cudaStreamCreate");
-  void* scratch = nullptr;
-  gcu::check_cuda(cudaMalloc(&scratch, 64), "cudaMalloc");
+  Side side;
   auto a = allocator->allocate(kBytes);
-  launch_reader(a.ptr, side);
-  ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(side)));
+  launch_reader(a.ptr, side.stream);
+  ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(side.stream)));
   allocator->free(a.ctx);
   begin_capture();
-  gcu::check_cuda(cudaMemsetAsync(scratch, 0, 64, stream_), "captured memset");
+  gcu::check_cuda(cudaMemsetAsync(side.scratch, 0, 64, stream_), "captured memset");
   EXPECT_EQ(allocate_and_free(*allocator), "");
   std::string other;
   std::thread([&] { other = allocate_and_free(*allocator); }).join();
   EXPECT_EQ(other, "");
   EXPECT_EQ(end_capture_and_replay(), "cudaSuccess");
-  gcu::check_cuda(cudaStreamSynchronize(side), "cudaStreamSynchronize");
-  cudaStreamDestroy(side);
-  cudaFree(scratch);
 }
 
 // A free on a stream that does not capture, while another captures, queries
@@ -316,22 +327,17 @@ TEST_P(HostAllocatorGpuCapture, PollingEventsDuringCaptureKeepsTheCaptureValid) 
 // survives in every mode, and the block is free at once.
 TEST_P(HostAllocatorGpuCapture, AStreamQueryAtAFreeDuringACaptureKeepsItValid) {
   auto allocator = make("");
-  cudaStream_t side = nullptr;
-  gcu::check_cuda(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "cudaStreamCreate");
-  void* scratch = nullptr;
-  gcu::check_cuda(cudaMalloc(&scratch, 64), "cudaMalloc");
+  Side side;
   auto a = allocator->allocate(kBytes);
-  ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(side)));
+  ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(side.stream)));
   begin_capture();
-  gcu::check_cuda(cudaMemsetAsync(scratch, 0, 64, stream_), "captured memset");
+  gcu::check_cuda(cudaMemsetAsync(side.scratch, 0, 64, stream_), "captured memset");
   allocator->free(a.ctx);
   EXPECT_EQ(metric("glassbox_host_stream_queries_total", {{"outcome", "done"}}), 1);
   EXPECT_EQ(end_capture_and_replay(), "cudaSuccess");
   auto again = allocator->allocate(kBytes);
   EXPECT_EQ(again.ptr, a.ptr);
   allocator->free(again.ctx);
-  cudaStreamDestroy(side);
-  cudaFree(scratch);
 }
 
 // The sequence: a block from before the capture, a captured copy from
