@@ -493,8 +493,8 @@ void CachingHostAllocator::Impl::free_with_streams(Block* b) {
 }
 
 // One thread of the process queries at a time; the others record events.
-// The driver serialises stream queries, and from a few threads on, queries
-// waiting behind each other cost more than the events they save (H200 host,
+// From a few threads on, queries at every free cost more than the events
+// they save; they appear to wait on each other in the driver (H200 host,
 // same run: 4 threads 4.7x PyTorch with a query at every free, 7.2x with
 // events alone; 1 thread 4.0x against 2.2x).
 bool CachingHostAllocator::Impl::streams_done(const std::vector<StreamId>& streams) {

@@ -23,8 +23,8 @@ metrics::Counter unrecyclable(metrics::Registry& r, std::string_view reason) {
 metrics::Counter stream_queries(metrics::Registry& r, std::string_view outcome) {
   return r
       .counter("glassbox_host_stream_queries_total",
-               "Frees that asked whether their stream had run all its work: done (the block was reusable at once, "
-               "with no event) or busy (an event was recorded)",
+               "Stream queries made at frees: done (the stream had run all its work) or busy; a free whose every "
+               "stream answered done reused its block with no event",
                {"outcome"})
       .with({outcome});
 }

@@ -43,9 +43,9 @@ struct HostAllocatorConfig {
   /// A free on a stream the allocator cannot defer on first asks the backend
   /// whether the stream has run everything queued on it (a stream query):
   /// then the block is free to reuse at once, with no event to record and
-  /// poll. A stream found busy is not asked again for up to 64 of the
-  /// thread's frees on it (doubling while it stays busy), so a caller that
-  /// always frees right behind its copies pays about one query in 64.
+  /// poll. A stream found busy is not asked again for up to 63 of the
+  /// thread's frees on it (1, 3, 7, ... while it stays busy), so a caller
+  /// that always frees right behind its copies pays about one query in 64.
   bool idle_stream_check = true;
   /// Where an out-of-memory writes a JSON snapshot of every block (format:
   /// docs in caching_host_allocator.hpp, OutOfMemoryInfo). Empty: none.

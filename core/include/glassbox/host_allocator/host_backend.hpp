@@ -55,7 +55,7 @@ class HostBackend {
   /// query), so that a block whose use on it ended before this call is free
   /// to reuse with no event. False where the stream has work left, the
   /// backend cannot tell, or the query fails (the event path then reports
-  /// the failure). Never asked of a capturing stream.
+  /// the failure). Not asked of a stream found capturing just before.
   virtual bool stream_done(StreamId /*stream*/) noexcept { return false; }
   /// The calling thread's current stream.
   virtual StreamId current_stream() const = 0;
