@@ -372,8 +372,8 @@ struct Metrics {
   metrics::Counter group_events;    // events recorded for open groups
   metrics::Counter group_blocks;    // blocks those events covered
   metrics::Counter covered_events;  // events released by a later one's query, with none of their own
-  metrics::Counter streams_done;    // frees whose streams had finished: reusable with no event
-  metrics::Counter streams_busy;    // frees whose stream query found work left
+  metrics::Counter streams_done;    // stream queries at frees that found the stream's work all run
+  metrics::Counter streams_busy;    // stream queries at frees that found work left
   metrics::Histogram backend_alloc_seconds;
   metrics::Counter unrecyclable_captured;
   metrics::Counter unrecyclable_record_failed;
