@@ -4,7 +4,8 @@
 // backend times each call it forwards to glassbox's CUDA backend (the
 // driver's part, by call) with the time-stamp counter. What is left of a
 // pair is the allocator's own work. A run's rows all come from one process:
-// this host's costs move between processes (bench/RESULTS.md).
+// this host's costs move between processes (bench/RESULTS.md). Each round
+// ends with the caller's-stream pair untimed (untimed_round).
 //
 //   glassbox-bench-record-path-breakdown [SECONDS_PER_ROUND [ROUNDS]]
 #include <x86intrin.h>
@@ -15,12 +16,14 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
 #include "glassbox/cuda/stream_pool.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/host_allocator/forwarding_host_backend.hpp"
+#include "torch/timing.hpp"
 
 namespace {
 namespace gcu = glassbox::cuda;
@@ -123,12 +126,16 @@ struct Pair {
   cudaStream_t stream;
 };
 
+// The pair of compare_host_allocator.cpp's record rows.
+void* one_pair(gha::CachingHostAllocator& a, cudaStream_t stream) {
+  auto b = a.allocate(64 << 10);
+  a.record_stream(b.ptr, b.ctx, gcu::CudaHostBackend::id(stream));
+  a.free(b.ctx);
+  return b.ptr;
+}
+
 void run_round(gha::CachingHostAllocator& a, const Pair& p, double seconds, double cpn, TimerCost timer, int round) {
-  auto one = [&] {
-    auto b = a.allocate(64 << 10);
-    a.record_stream(b.ptr, b.ctx, gcu::CudaHostBackend::id(p.stream));
-    a.free(b.ctx);
-  };
+  auto one = [&] { one_pair(a, p.stream); };
   for (int i = 0; i < 50'000; ++i) one();  // warm: the pool, the events, the lag
   tally = {};
   long pairs = 0;
@@ -167,6 +174,52 @@ void run_round(gha::CachingHostAllocator& a, const Pair& p, double seconds, doub
       calls.c_str(), static_cast<long long>(blocks.current), static_cast<long long>(blocks.peak));
   std::fflush(stdout);
 }
+
+// The caller's-stream pair untimed, on the process's CUDA host allocator
+// (the one the comparison times), for `seconds` after a warm-up.
+double untimed_ns(cudaStream_t stream, double seconds) {
+  auto one = [&] { one_pair(gcu::cuda_host_allocator(), stream); };
+  for (int i = 0; i < 50'000; ++i) one();
+  long pairs = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::chrono::duration<double> elapsed{};
+  while (elapsed.count() < seconds) {
+    for (int i = 0; i < 5'000; ++i) one();
+    pairs += 5'000;
+    elapsed = std::chrono::steady_clock::now() - t0;
+  }
+  return std::chrono::duration<double, std::nano>(elapsed).count() / static_cast<double>(pairs);
+}
+
+// A new non-blocking stream, never destroyed, as each thread of the
+// comparison's harness makes one (and the caller's stream of the rounds).
+cudaStream_t new_stream() {
+  cudaStream_t s = nullptr;
+  gcu::check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  return s;
+}
+
+// The comparison's caller's-stream row read 136-306 ns a pair beyond its
+// driver calls' reference rows, where the timed rounds here put the
+// allocator's own work at 85-109 ns (bench/RESULTS.md, session 29).
+// Untimed, the same pair on this thread and its stream, on a fresh thread
+// with a fresh stream, and under the comparison's harness (a fresh thread
+// per repetition, median of 7): which of them holds the difference.
+void untimed_round(cudaStream_t own, double seconds, int round) {
+  const double here = untimed_ns(own, seconds);
+  double fresh = 0;
+  std::thread([&] { fresh = untimed_ns(new_stream(), seconds); }).join();
+  auto pair = [] {
+    thread_local cudaStream_t stream = new_stream();
+    return one_pair(gcu::cuda_host_allocator(), stream);
+  };
+  const double harness = 1e9 / glassbox::compare::median_calls_per_second(pair, 1, glassbox::compare::calibrate(pair));
+  std::printf(
+      "untimed round %d, the process's allocator: this thread %.0f ns a pair, a fresh thread and stream %.0f ns, "
+      "the comparison's harness %.0f ns\n",
+      round, here, fresh, harness);
+  std::fflush(stdout);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -182,8 +235,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "glassbox-bench-record-path-breakdown: no CUDA device\n");
     return 0;
   }
-  cudaStream_t own = nullptr;
-  gcu::check_cuda(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking), "cudaStreamCreate");
+  cudaStream_t own = new_stream();
   const std::array<Pair, 2> pairs{Pair{"caller's stream", own}, Pair{"pool stream", gcu::stream_from_pool()}};
   gha::CachingHostAllocator allocator(std::make_shared<TimingBackend>(), gha::HostAllocatorOptions{});
   const double cpn = cycles_per_ns();
@@ -192,5 +244,6 @@ int main(int argc, char** argv) {
               timer.whole / cpn, timer.inside / cpn);
   for (int r = 1; r <= rounds; ++r) {
     for (const Pair& p : pairs) run_round(allocator, p, seconds, cpn, timer, r);
+    untimed_round(own, seconds, r);
   }
 }
