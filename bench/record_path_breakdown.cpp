@@ -134,17 +134,24 @@ void* one_pair(gha::CachingHostAllocator& a, cudaStream_t stream) {
   return b.ptr;
 }
 
-void run_round(gha::CachingHostAllocator& a, const Pair& p, double seconds, double cpn, TimerCost timer, int round) {
-  auto one = [&] { one_pair(a, p.stream); };
-  for (int i = 0; i < 50'000; ++i) one();  // warm: the pool, the events, the lag
-  tally = {};
+// Pairs of `one` in batches of 5 000 until `seconds` have passed; how many.
+template <class F>
+long run_for(F one, double seconds) {
   long pairs = 0;
-  const auto c0 = __rdtsc();
   const auto t0 = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() - t0 < std::chrono::duration<double>(seconds)) {
     for (int i = 0; i < 5'000; ++i) one();
     pairs += 5'000;
   }
+  return pairs;
+}
+
+void run_round(gha::CachingHostAllocator& a, const Pair& p, double seconds, double cpn, TimerCost timer, int round) {
+  auto one = [&] { one_pair(a, p.stream); };
+  for (int i = 0; i < 50'000; ++i) one();  // warm: the pool, the events, the lag
+  tally = {};
+  const auto c0 = __rdtsc();
+  const long pairs = run_for(one, seconds);
   const double per_pair = static_cast<double>(__rdtsc() - c0) / cpn / static_cast<double>(pairs);
   double backend = 0, timed_calls = 0;
   std::string calls;
@@ -180,15 +187,10 @@ void run_round(gha::CachingHostAllocator& a, const Pair& p, double seconds, doub
 double untimed_ns(cudaStream_t stream, double seconds) {
   auto one = [&] { one_pair(gcu::cuda_host_allocator(), stream); };
   for (int i = 0; i < 50'000; ++i) one();
-  long pairs = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  std::chrono::duration<double> elapsed{};
-  while (elapsed.count() < seconds) {
-    for (int i = 0; i < 5'000; ++i) one();
-    pairs += 5'000;
-    elapsed = std::chrono::steady_clock::now() - t0;
-  }
-  return std::chrono::duration<double, std::nano>(elapsed).count() / static_cast<double>(pairs);
+  const long pairs = run_for(one, seconds);
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+         static_cast<double>(pairs);
 }
 
 // A new non-blocking stream, never destroyed, as each thread of the
