@@ -11,7 +11,10 @@ gha::CachingHostAllocator& A() {
   static gha::CachingHostAllocator a(std::make_shared<gha::SimHostBackend>(), gha::HostAllocatorOptions{});
   return a;
 }
-gs::SimStream& S() { thread_local gs::SimStream s; return s; }
+gs::SimStream& S() {
+  thread_local gs::SimStream s;
+  return s;
+}
 void* pair() {
   auto& a = A();
   auto x = a.allocate(64 << 10);
@@ -28,7 +31,8 @@ double loop_ns(long n) {
 int main() {
   for (int r = 0; r < 3; ++r) {
     std::printf("main-thread loop: %.1f ns\n", loop_ns(3000000));
-    double fresh = 0; std::thread([&] { fresh = loop_ns(3000000); }).join();
+    double fresh = 0;
+    std::thread([&] { fresh = loop_ns(3000000); }).join();
     std::printf("fresh-thread loop: %.1f ns\n", fresh);
     long calls = glassbox::compare::calibrate(pair);
     double rate = glassbox::compare::median_calls_per_second(pair, 1, calls);

@@ -1,7 +1,7 @@
 #include <chrono>
 #include <cstdio>
-#include <thread>
 #include <cstring>
+#include <thread>
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/host_allocator/sim_host_backend.hpp"
 #include "glassbox/sim/sim_stream.hpp"
@@ -12,7 +12,10 @@ gha::CachingHostAllocator& A() {
   static gha::CachingHostAllocator a(std::make_shared<gha::SimHostBackend>(), gha::HostAllocatorOptions{});
   return a;
 }
-gs::SimStream& S() { static gs::SimStream s; return s; }   // one stream for all threads
+gs::SimStream& S() {
+  static gs::SimStream s;
+  return s;
+}  // one stream for all threads
 void* pair() {
   auto& a = A();
   auto x = a.allocate(64 << 10);
@@ -20,7 +23,12 @@ void* pair() {
   a.free(x.ctx);
   return x.ptr;
 }
-void* plain() { auto& a = A(); auto x = a.allocate(64 << 10); a.free(x.ctx); return x.ptr; }
+void* plain() {
+  auto& a = A();
+  auto x = a.allocate(64 << 10);
+  a.free(x.ctx);
+  return x.ptr;
+}
 double loop_ns(void* (*f)(), long n) {
   for (int i = 0; i < 50000; ++i) f();
   auto t0 = std::chrono::steady_clock::now();
@@ -29,7 +37,12 @@ double loop_ns(void* (*f)(), long n) {
 }
 int main(int argc, char**) {
   for (int r = 0; r < 3; ++r) std::printf("main loop: %.1f ns\n", loop_ns(pair, 3000000));
-  if (argc > 1) { std::thread([] { loop_ns(plain, 100000); }).join(); std::printf("-- a thread did cached pairs only\n"); }
-  else { std::thread([] { loop_ns(pair, 100000); }).join(); std::printf("-- a thread did record pairs\n"); }
+  if (argc > 1) {
+    std::thread([] { loop_ns(plain, 100000); }).join();
+    std::printf("-- a thread did cached pairs only\n");
+  } else {
+    std::thread([] { loop_ns(pair, 100000); }).join();
+    std::printf("-- a thread did record pairs\n");
+  }
   for (int r = 0; r < 3; ++r) std::printf("main loop: %.1f ns\n", loop_ns(pair, 3000000));
 }

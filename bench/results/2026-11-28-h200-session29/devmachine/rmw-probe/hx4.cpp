@@ -19,5 +19,6 @@ int main(int argc, char**) {
     a.free(x.ctx);
     glassbox::compare::keep(x.ptr);
   }
-  std::printf("%s: %.1f ns\n", argc > 1 ? "MT" : "ST", std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / n);
+  std::printf("%s: %.1f ns\n", argc > 1 ? "MT" : "ST",
+              std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / n);
 }
