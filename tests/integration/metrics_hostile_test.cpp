@@ -369,11 +369,13 @@ TEST(MetricsHostile, TheTotalCapClosesTheLongestIdleConnection) {
   for (int i = 0; i < 10; ++i) {
     held.emplace_back(exporter.port());
     held.back().send("GET /metrics HTTP/1.1\r\n");
-    std::this_thread::sleep_for(2ms);  // distinct activity times
+    // Distinct activity times: the server stamps one time per batch it reads,
+    // so each connection's bytes must be read before the next one's are sent.
+    ASSERT_TRUE(eventually([&] { return metric_value(s.registry, "glassbox_metrics_http_connections") == i + 1; }));
+    std::this_thread::sleep_for(20ms);
   }
   held[0].send("Host: 127.0.0.1\r\n");  // the oldest is busy again
-  ASSERT_TRUE(eventually([&] { return metric_value(s.registry, "glassbox_metrics_http_connections") == 10; }));
-  std::this_thread::sleep_for(20ms);  // the server has read that byte
+  std::this_thread::sleep_for(100ms);   // the server has read that byte
   EXPECT_NO_THROW(timed_scrape(exporter.port(), kAnswerWithin));
   EXPECT_TRUE(held[1].closed_within(kAnswerWithin)) << "the longest idle connection stays";
   EXPECT_FALSE(held[0].closed_within(0ms)) << "the oldest but recently active connection was closed";

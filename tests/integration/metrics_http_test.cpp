@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <barrier>
 #include <chrono>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "glassbox/error.hpp"
 #include "glassbox/exporters/prometheus_exporter.hpp"
@@ -120,8 +122,10 @@ TEST(MetricsHttp, PromtoolLintsTheScrapeCleanly) {
 }
 
 // Scrapes on one kept-alive connection, as Prometheus makes them. With Nagle's
-// algorithm on, each answer's body waited for the client's delayed ACK: 40 ms
-// a scrape at worst; these 30 took 0.8 s (here; 10-40 ms with TCP_NODELAY).
+// algorithm on, an answer written in more than one piece waited for the
+// client's delayed ACK: 40 ms a scrape at worst. The server sets TCP_NODELAY;
+// with it off, today's single-piece answers still take about 0.07 ms here, so
+// this guards the pair, not the option alone.
 TEST(MetricsHttp, KeptAliveScrapesDoNotWaitForDelayedAcks) {
   gm::Registry registry;
   ge::PrometheusExporter exporter({"127.0.0.1:0", &registry});
@@ -129,12 +133,17 @@ TEST(MetricsHttp, KeptAliveScrapesDoNotWaitForDelayedAcks) {
   churn(*pool, 1, 2);
   httplib::Client client("127.0.0.1", exporter.port());
   client.set_keep_alive(true);
-  auto start = std::chrono::steady_clock::now();
+  // The median, not the total: a loaded machine (sanitizers, parallel tests)
+  // stalls a few scrapes, while a delayed ACK stalls most of them.
+  std::vector<std::chrono::steady_clock::duration> took;
   for (int i = 0; i < 30; ++i) {
+    auto start = std::chrono::steady_clock::now();
     auto res = client.Get("/metrics");
+    took.push_back(std::chrono::steady_clock::now() - start);
     ASSERT_TRUE(res && res->status == 200);
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(400));
+  std::nth_element(took.begin(), took.begin() + 15, took.end());
+  EXPECT_LT(took[15], std::chrono::milliseconds(20));
 }
 
 // Prometheus sends Accept-Encoding: gzip; a scrape shrinks several times on the wire.
