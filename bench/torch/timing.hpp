@@ -10,8 +10,10 @@
 #include <barrier>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -196,12 +198,25 @@ long calibrate_at(Fn fn, int threads, long one_thread_calls) {
   return std::max(probe, static_cast<long>(total_rate * 0.05 / threads));
 }
 
+/// Whether the process runs under a sampling profiler (scripts/gpu-bench
+/// profile sets GLASSBOX_COMPARE_PROFILE): then only the compared sides' rows
+/// run, at one thread, since the reference rows (the driver's floors, the
+/// harness's own) and the other thread counts would mix into the samples.
+inline bool profiling() {
+  static const bool on = std::getenv("GLASSBOX_COMPARE_PROFILE") != nullptr;
+  return on;
+}
+
 /// Calibrates `fn` at each of `threads` thread counts, then reports its
 /// median rate there.
 /// With the call counter loaded, reports driver calls per call instead.
 template <class Fn>
 void report_sweep(const char* side, const char* metric, Fn fn, std::span<const int> threads = kThreadSweep) {
   if (driver_call_counter() != nullptr) return report_driver_calls(side, metric, fn);
+  if (profiling()) {
+    if (std::string_view(side) != "glassbox" && std::string_view(side) != "pytorch") return;
+    threads = threads.first(1);
+  }
   const long calls = calibrate(fn);
   for (int t : threads) report(side, metric, t, median_calls_per_second(fn, t, calibrate_at(fn, t, calls)));
 }
