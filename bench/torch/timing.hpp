@@ -199,11 +199,17 @@ long calibrate_at(Fn fn, int threads, long one_thread_calls) {
 }
 
 /// Whether the process runs under a sampling profiler (scripts/gpu-bench
-/// profile sets GLASSBOX_COMPARE_PROFILE): then only the compared sides' rows
-/// run, at one thread, since the reference rows (the driver's floors, the
-/// harness's own) and the other thread counts would mix into the samples.
+/// profile sets GLASSBOX_COMPARE_PROFILE=1): then report_sweep times only the
+/// compared sides' rows, at one thread, since the reference rows (the
+/// driver's floors, the harness's own) and the other thread counts would mix
+/// into the samples. Said on stderr, so that no such run passes for a full one.
 inline bool profiling() {
-  static const bool on = std::getenv("GLASSBOX_COMPARE_PROFILE") != nullptr;
+  static const bool on = [] {
+    const char* v = std::getenv("GLASSBOX_COMPARE_PROFILE");
+    const bool set = v != nullptr && *v != '\0' && std::string_view(v) != "0";
+    if (set) std::fprintf(stderr, "GLASSBOX_COMPARE_PROFILE: the compared rows only, at one thread\n");
+    return set;
+  }();
   return on;
 }
 

@@ -370,7 +370,7 @@ TEST(MetricsHostile, TheTotalCapClosesTheLongestIdleConnection) {
     held.emplace_back(exporter.port());
     held.back().send("GET /metrics HTTP/1.1\r\n");
     // Distinct activity times: the server stamps one time per batch it reads,
-    // so each connection's bytes must be read before the next one's are sent.
+    // so each connection is first accepted, then given 20 ms to be read.
     ASSERT_TRUE(eventually([&] { return metric_value(s.registry, "glassbox_metrics_http_connections") == i + 1; }));
     std::this_thread::sleep_for(20ms);
   }
