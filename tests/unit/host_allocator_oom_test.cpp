@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "glassbox/error.hpp"
@@ -161,6 +162,54 @@ TEST(HostAllocatorOom, SnapshotListsEveryBlockAndMatchesStats) {
   stream.run_until_blocked();
   f.allocator->free(active.ctx);
   std::filesystem::remove(path);
+}
+
+// An owner's free of a block only it recorded on takes the block's streams
+// under its own cache lock, not the block's (free_own_with_streams):
+// snapshots, the block's only other readers then, hold every cache while
+// they read. Here four owners allocate, record on a stream of their own and
+// free, while this thread runs out of memory over and over, each time
+// writing the snapshot of every block (and emptying the caches). Under
+// ThreadSanitizer a free that took the streams under neither lock is a
+// reported race; here too, every snapshot must parse and each block in it
+// be whole.
+TEST(HostAllocatorOom, SnapshotsWhileOwnersFreeRecordedBlocks) {
+  constexpr int kOwners = 4, kSnapshots = 40;
+  const std::string path = temp_path("glassbox_oom_snapshot_owners_test.json");
+  Fixture f(path);
+  // 300 000 bytes (512 KiB rounded) never fit; the owners' blocks (4 KiB,
+  // a few each, more while their frees record events) always do.
+  f.backend->capacity_bytes = 256 * 1024;
+  std::atomic<bool> stop{false};
+  std::atomic<long> pairs{0};
+  std::vector<std::thread> owners;
+  for (int t = 0; t < kOwners; ++t) {
+    owners.emplace_back([&] {
+      gs::SimStream stream;  // never given work: each free finds it done
+      while (!stop.load(std::memory_order_relaxed)) {
+        auto a = f.allocator->allocate(3000);
+        f.allocator->record_stream(a.ptr, a.ctx, gha::SimHostBackend::id(stream));
+        f.allocator->free(a.ctx);
+        pairs.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  }
+  while (pairs.load() < 1000) std::this_thread::yield();
+  const long before = pairs.load();
+  for (int i = 0; i < kSnapshots; ++i) {
+    EXPECT_THROW(f.allocator->allocate(300000), glassbox::OutOfMemoryError);
+    std::ifstream in(path);
+    const auto j = nlohmann::json::parse(in);
+    for (const auto& b : j["blocks"]) {
+      EXPECT_LE(b["streams"].size(), 1u) << b.dump();
+      EXPECT_GE(b["pending_events"].get<int>(), 0) << b.dump();
+      EXPECT_LE(b["pending_events"].get<int>(), 1) << b.dump();
+    }
+  }
+  stop = true;
+  for (auto& t : owners) t.join();
+  std::filesystem::remove(path);
+  EXPECT_GT(pairs.load(), before);  // the owners ran while the snapshots were taken
 }
 
 TEST(HostAllocatorOom, UnwritableSnapshotWarns) {

@@ -39,8 +39,9 @@ struct alignas(128) Block {
   std::size_t size = 0;
   std::uint32_t cls = 0;
   PoolId pool;
-  // Guards `streams`, `event_count`, `captured` and `retired` once the block
-  // is handed out (record_stream may come from another thread than free).
+  // Guards `streams`, `captured` and `retired` once the block is handed out
+  // (record_stream may come from another thread than free), and the writes
+  // of `event_count` but one (count_events).
   detail::SpinLock lock;
   // kHandedOut, plus kOnStreams once record_stream added a stream. One word,
   // so that free() and a racing record_stream agree on who came first:
@@ -65,7 +66,15 @@ struct alignas(128) Block {
   std::vector<StreamId> streams;
   // The next block of the group one event covers (EventGroup), or null.
   Block* group_next = nullptr;
-  int event_count = 0;
+  // Uses of it since its last free that no completed event has answered yet.
+  // Atomic, as snapshots read it under `lock` while a free whose streams were
+  // all done gives its count back without the lock (Impl::release_done): no
+  // event of the block is queued then, so that free is the count's one writer.
+  std::atomic<int> event_count{0};
+  // Its writers never race (see above): a load and a store, no read-modify-write.
+  void count_events(int n) noexcept {
+    event_count.store(event_count.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
   std::uint64_t freed_tick = 0;  // when it was last freed (Impl::tick), for the LRU trim
   // For the OOM snapshot: bytes asked by its current user (atomic, as the
   // snapshot reads it while another thread may hand the block out).
@@ -568,7 +577,19 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
     return &pool == &default_pool ? shard.waiting[b.cls] : records[b.cls].private_waiting;
   }
   bool batches(const BlockPool& pool, EventShard& own, std::size_t size, std::uint32_t cls) const noexcept;
+  // A free of a block some stream used (Settled::on_streams): its streams
+  // taken under the block's lock, or by its owner (free_own_with_streams)
+  // under the owner's cache lock; then deferred, or queue_events().
   void free_with_streams(Block* b);
+  void free_own_with_streams(Block* b, ThreadCache& tc);
+  struct TakenStreams {
+    bool captured = false;
+    bool deferrable = false;  // one stream, every record promised it outlives the allocator
+  };
+  // Moves b's streams to `streams` and counts them in its events; the caller
+  // keeps out every other writer and reader of b's streams.
+  static TakenStreams take_streams(Block& b, std::vector<StreamId>& streams);
+  void free_from_streams(Block* b, const std::vector<StreamId>& streams, TakenStreams taken);
   // Whether every one of `streams` (none capturing) has run all its work:
   // asked of the backend where the thread's IdleStreamGate lets it.
   bool streams_done(const std::vector<StreamId>& streams);

@@ -413,7 +413,7 @@ void CachingHostAllocator::free(void* ctx) {
     case Impl::Settled::switched:
       return a.free_after_switch(b);
     case Impl::Settled::on_streams:
-      return a.free_with_streams(b);
+      return a.free_own_with_streams(b, tc);
     case Impl::Settled::off_streams:
       break;
   }
@@ -473,36 +473,57 @@ void CachingHostAllocator::Impl::note_foreign_record(const Block* b) {
   while (record_mode.load(std::memory_order_acquire) != kShared) std::this_thread::yield();
 }
 
+// Thread-local scratch: a free with streams allocates nothing once warm.
+thread_local std::vector<StreamId> tl_freed_streams;
+
 void CachingHostAllocator::Impl::free_with_streams(Block* b) {
-  // Thread-local scratch: a free with streams allocates nothing once warm.
-  thread_local std::vector<StreamId> streams;
-  bool captured, deferrable;
+  TakenStreams taken;
   {
     std::lock_guard lock(b->lock);
-    streams.assign(b->streams.begin(), b->streams.end());
-    b->streams.clear();
-    b->event_count += static_cast<int>(streams.size());
-    captured = b->captured;
-    // One stream only: a block is in one group at a time.
-    deferrable = b->streams_outlive && streams.size() == 1;
+    taken = take_streams(*b, tl_freed_streams);
   }
-  if (deferrable && !captured && !backend->is_capturing(streams.front())) {
+  free_from_streams(b, tl_freed_streams, taken);
+}
+
+// An owner's free that settled without a record from another thread
+// (settle_own: none can add a stream now, nor will). Snapshots are then the
+// block's only other readers (for_each_block), and they hold every thread
+// cache: the owner's own cache lock keeps them out with plain stores, where
+// the block's lock costs an exchange at every such free.
+void CachingHostAllocator::Impl::free_own_with_streams(Block* b, ThreadCache& tc) {
+  if (!tc.lock.owner_try_lock()) return free_with_streams(b);  // a snapshot or a drain holds the caches
+  const TakenStreams taken = take_streams(*b, tl_freed_streams);
+  tc.lock.owner_unlock();
+  free_from_streams(b, tl_freed_streams, taken);
+}
+
+CachingHostAllocator::Impl::TakenStreams CachingHostAllocator::Impl::take_streams(Block& b,
+                                                                                  std::vector<StreamId>& streams) {
+  streams.assign(b.streams.begin(), b.streams.end());
+  b.streams.clear();
+  b.count_events(static_cast<int>(streams.size()));
+  // One stream only: a block is in one group at a time.
+  return {b.captured, b.streams_outlive && streams.size() == 1};
+}
+
+void CachingHostAllocator::Impl::free_from_streams(Block* b, const std::vector<StreamId>& streams, TakenStreams taken) {
+  if (taken.deferrable && !taken.captured && !backend->is_capturing(streams.front())) {
     return defer_event(pool_of(b), b, streams.front());
   }
-  queue_events(b, streams, captured);
+  queue_events(b, streams, taken.captured);
 }
 
 // One thread of the process queries at a time; the others record events.
 // From a few threads on, queries at every free cost more than the events
 // they save; they appear to wait on each other in the driver (H200 host,
 // same run: 4 threads 4.7x PyTorch with a query at every free, 7.2x with
-// events alone; 1 thread 4.0x against 2.2x).
+// events alone; 1 thread 4.0x against 2.2x). A throttle, not a guard: a
+// load and a store rather than an exchange, a read-modify-write at every
+// free of the one-thread pair (two threads may now and then query at once).
 bool CachingHostAllocator::Impl::streams_done(const std::vector<StreamId>& streams) {
-  static constinit std::atomic<bool> querying{false};
-  if (!config.idle_stream_check || querying.load(std::memory_order_relaxed) ||
-      querying.exchange(true, std::memory_order_acquire)) {
-    return false;
-  }
+  alignas(64) static constinit std::atomic<bool> querying{false};  // its own line: every querying thread writes it
+  if (!config.idle_stream_check || querying.load(std::memory_order_relaxed)) return false;
+  querying.store(true, std::memory_order_relaxed);
   thread_local IdleStreamGate gate;
   bool done = true;
   for (StreamId s : streams) {
@@ -515,7 +536,7 @@ bool CachingHostAllocator::Impl::streams_done(const std::vector<StreamId>& strea
     (done ? m.streams_done : m.streams_busy).inc();
     if (!done) break;
   }
-  querying.store(false, std::memory_order_release);
+  querying.store(false, std::memory_order_relaxed);
   return done;
 }
 
@@ -545,7 +566,7 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
     // reused safely. The events that were recorded still drain normally.
     {
       std::lock_guard lock(b->lock);
-      b->event_count += 1 - static_cast<int>(streams.size() - events.size());  // keep one for good
+      b->count_events(1 - static_cast<int>(streams.size() - events.size()));  // keep one for good
     }
     retire(b, m.unrecyclable_record_failed);
   }
@@ -571,11 +592,10 @@ void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<Stream
 
 // Every use of the block ended before its free, and each of its streams has
 // run all its work since: an event recorded now would be complete at once.
+// The count goes back without the block's lock (Block::count_events): no
+// event of the block is queued, so this thread is its count's one writer.
 void CachingHostAllocator::Impl::release_done(Block* b, std::size_t streams) {
-  {
-    std::lock_guard lock(b->lock);
-    b->event_count -= static_cast<int>(streams);
-  }
+  b->count_events(-static_cast<int>(streams));
   free_settled(b, local_cache());
 }
 

@@ -216,7 +216,8 @@ bool CachingHostAllocator::Impl::release_group(BlockPool& pool, EventShard& shar
     bool available = false;
     if (poll.status == EventPoll::complete) {
       std::lock_guard lock(b->lock);
-      available = --b->event_count == 0;
+      b->count_events(-1);
+      available = b->event_count.load(std::memory_order_relaxed) == 0;
     } else {
       retire(b, m.unrecyclable_query_failed);
     }

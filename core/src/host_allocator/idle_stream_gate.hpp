@@ -7,6 +7,7 @@
 // streams at once, by allocator and handle: a handle reused by a new stream
 // only misleads the guess, never the block's safety (a query answers for the
 // stream as it is).
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -16,7 +17,7 @@ namespace glassbox::host_allocator {
 
 class IdleStreamGate {
  public:
-  static constexpr std::uint16_t kMaxSkip = 63;
+  static constexpr std::uint32_t kMaxSkip = 63;
 
   /// Whether this free on `stream`, by allocator `owner`, asks; counts a skipped one down.
   bool should_ask(std::uint64_t owner, StreamId stream) noexcept {
@@ -33,18 +34,18 @@ class IdleStreamGate {
   /// What the query found: done resets the wait, busy doubles it.
   void answered(std::uint64_t owner, StreamId stream, bool done) noexcept {
     Entry& e = entry(stream);
-    e.owner = owner;
-    e.stream = stream;
-    e.wait = done ? 0 : static_cast<std::uint16_t>(e.wait * 2 + 1 > kMaxSkip ? kMaxSkip : e.wait * 2 + 1);
-    e.skip = e.wait;
+    const std::uint32_t wait = done ? 0 : std::min<std::uint32_t>(e.wait * 2u + 1u, kMaxSkip);
+    e = Entry{owner, stream, wait, wait};
   }
 
  private:
   struct Entry {
     std::uint64_t owner = 0;
     StreamId stream = 0;
-    std::uint16_t wait = 0;  // frees the last busy answer set to skip (0 after a done one)
-    std::uint16_t skip = 0;  // of those, still to skip
+    // Whole words: two halfwords written together were read back as one
+    // word, a store the load could not forward from (a stall at every free).
+    std::uint32_t wait = 0;  // frees the last busy answer set to skip (0 after a done one)
+    std::uint32_t skip = 0;  // of those, still to skip
   };
   // The top bits of a multiplicative hash: a handle's low bits are alignment.
   Entry& entry(StreamId stream) noexcept { return entries_[(stream * 0x9E3779B97F4A7C15ULL) >> 62]; }

@@ -61,7 +61,7 @@ struct BucketTotals {
 const char* state_of(const Block& b) {
   if (b.retired) return "retired";
   if ((b.use.load(std::memory_order_relaxed) & Block::kHandedOut) != 0) return "active";
-  return b.event_count > 0 ? "pending_event" : "free";
+  return b.event_count.load(std::memory_order_relaxed) > 0 ? "pending_event" : "free";
 }
 
 // The caller holds b.lock.
@@ -74,7 +74,7 @@ BlockView view_of(const Block& b, unsigned bucket, bool thread_cached, std::chro
   v.thread_cached = thread_cached;
   v.requested = b.requested.load(std::memory_order_relaxed);
   v.streams = b.streams;
-  v.pending_events = b.event_count;
+  v.pending_events = b.event_count.load(std::memory_order_relaxed);
   v.age_seconds = std::chrono::duration<double>(now - b.created).count();
   return v;
 }
