@@ -39,16 +39,19 @@ struct alignas(128) Block {
   std::size_t size = 0;
   std::uint32_t cls = 0;
   PoolId pool;
-  // Guards `streams`, `captured` and `retired` once the block is handed out
-  // (record_stream may come from another thread than free), and the writes
-  // of `event_count` but one (count_events).
+  // Guards `streams`, `captured`, `retired` and the writes of `event_count`
+  // once the block is handed out (record_stream may come from another thread
+  // than free). Two frees do without it: an owner's that no other record can
+  // race takes the streams under its thread cache's lock, which keeps the
+  // snapshots out (Impl::free_own_with_streams), and a free whose streams
+  // were all done gives its count back alone (Impl::release_done).
   detail::SpinLock lock;
   // kHandedOut, plus kOnStreams once record_stream added a stream. One word,
   // so that free() and a racing record_stream agree on who came first:
   // record_stream sets kOnStreams by compare-exchange only while kHandedOut
   // is set, and adds its stream under `lock` in the same step; free clears
   // the word (Impl::settle_free says how). Either the record lands first and
-  // free sees kOnStreams (and takes the streams under `lock`), or the free
+  // free sees kOnStreams (and takes the streams, see `lock`), or the free
   // lands first and the record throws UsageError: never lost.
   static constexpr std::uint8_t kHandedOut = 1;
   static constexpr std::uint8_t kOnStreams = 2;
@@ -67,11 +70,11 @@ struct alignas(128) Block {
   // The next block of the group one event covers (EventGroup), or null.
   Block* group_next = nullptr;
   // Uses of it since its last free that no completed event has answered yet.
-  // Atomic, as snapshots read it under `lock` while a free whose streams were
-  // all done gives its count back without the lock (Impl::release_done): no
-  // event of the block is queued then, so that free is the count's one writer.
+  // Atomic, as snapshots read it under `lock` while release_done writes it
+  // without: no event of the block is queued then, so that free is its one
+  // writer.
   std::atomic<int> event_count{0};
-  // Its writers never race (see above): a load and a store, no read-modify-write.
+  // Its writers never race (see `lock`): a load and a store, no read-modify-write.
   void count_events(int n) noexcept {
     event_count.store(event_count.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
