@@ -1,8 +1,12 @@
 // glassbox's side of the pinned host allocator comparison, with the same
 // sizes and timing harness as bench/torch/host_allocator_torch.cpp.
 // Arguments name the metrics to measure (default: all).
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
+#include <thread>
+#include <vector>
 
 #include "glassbox/cuda/cuda_check.hpp"
 #include "glassbox/cuda/host_allocator/cuda_host_backend.hpp"
@@ -172,6 +176,53 @@ void* record_path_floor() {
   return reinterpret_cast<void*>(in_flight[i]);
 }
 
+// The driver calls of a free on a caller's idle stream, and nothing of the
+// allocator's: whether the stream captures, then the query in relaxed
+// capture mode (each needed: session 32's probe on an H200, driver 580, saw a
+// query without relaxed mode during another thread's global capture, and a
+// query of a capturing stream in any mode, refused and the capture invalidated).
+void* callers_stream_floor() {
+  const auto stream = gcu::CudaHostBackend::id(thread_stream());
+  glassbox::compare::keep(probe_backend().is_capturing(stream));
+  return reinterpret_cast<void*>(std::uintptr_t{probe_backend().stream_done(stream)});
+}
+
+// Nanoseconds per call of `fn`, over `calls` calls.
+template <class Fn>
+double ns_per_call(Fn fn, long calls) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (long i = 0; i < calls; ++i) glassbox::compare::keep(fn());
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+         static_cast<double>(calls);
+}
+
+// The caller's-stream pair and its floor, timed in alternating blocks of
+// about a millisecond on one thread and stream, seven fresh threads: the
+// driver's query moves by up to 2x within a process over seconds (session
+// 32's probe), so a floor timed at another moment says little of what the
+// pair's own driver calls cost. What the pair costs beyond this floor is the
+// allocator's own work at the same moments. Side "interleaved": reference rows.
+void report_pair_over_floor() {
+  constexpr int kBlocks = 50;
+  const long calls = std::max(1000L, glassbox::compare::calibrate(record_event_path) / kBlocks);
+  std::vector<double> pair, floor;
+  for (int rep = 0; rep < 7; ++rep) {
+    std::thread([&] {
+      for (int i = 0; i < 1000; ++i) glassbox::compare::keep(record_event_path());
+      for (int i = 0; i < 1000; ++i) glassbox::compare::keep(callers_stream_floor());
+      double p = 0, f = 0;
+      for (int b = 0; b < kBlocks; ++b) {
+        p += ns_per_call(record_event_path, calls);
+        f += ns_per_call(callers_stream_floor, calls);
+      }
+      pair.push_back(p / kBlocks);
+      floor.push_back(f / kBlocks);
+    }).join();
+  }
+  glassbox::compare::report("interleaved", "host_alloc_record_event", 1, 1e9 / glassbox::compare::median(pair));
+  glassbox::compare::report("interleaved", "callers_stream_floor", 1, 1e9 / glassbox::compare::median(floor));
+}
+
 // One cudaEventRecord on an idle stream, then cudaEventQuery until it has
 // completed: how long the GPU takes to pass an event, which sets how many
 // records of the record path are in flight (its batching waits beyond them).
@@ -181,6 +232,22 @@ void* record_until_complete() {
   while ((e = cudaEventQuery(event)) == cudaErrorNotReady) {}
   gcu::check_cuda(e, "cudaEventQuery");
   return event;
+}
+// Which way the frees went so far: a stream query that found the stream
+// done reuses the block at once; a busy one (or none, where another thread
+// was querying or the idle-stream gate skipped it) records an event, which
+// costs the pair about twice as much. Said on stderr.
+void say_stream_queries(const char* row) {
+  const auto snapshot = glassbox::metrics::Registry::global().snapshot();
+  auto queries = [&](const char* outcome) {
+    return glassbox::metrics::sum_series(snapshot, "glassbox_host_stream_queries_total", {{"outcome", outcome}});
+  };
+  auto total = [&](const char* name) { return glassbox::metrics::sum_series(snapshot, name); };
+  std::fprintf(stderr,
+               "glassbox-compare-host-allocator: %s: %.0f allocations, %.0f stream queries found done, %.0f busy; "
+               "%.0f group events\n",
+               row, total("glassbox_host_alloc_requests_total"), queries("done"), queries("busy"),
+               total("glassbox_host_group_events_total"));
 }
 }  // namespace
 
@@ -197,7 +264,12 @@ int main(int argc, char** argv) {
     }
   }
   if (gc::wanted(argc, argv, "host_alloc_record_event")) {
-    gc::report_sweep("glassbox", "host_alloc_record_event", record_event_path, gc::kShortThreadSweep);
+    const std::span<const int> sweep(gc::kShortThreadSweep);
+    say_stream_queries("before host_alloc_record_event @1 thr");
+    gc::report_sweep("glassbox", "host_alloc_record_event", record_event_path, sweep.first(1));
+    say_stream_queries("after host_alloc_record_event @1 thr");
+    // Under the profiler (GLASSBOX_COMPARE_PROFILE) one thread only.
+    if (!gc::profiling()) gc::report_sweep("glassbox", "host_alloc_record_event", record_event_path, sweep.subspan(1));
     // The floor at each thread count: from a few threads on the driver
     // serialises these calls, on both sides. A timing; counted, it is two
     // calls by definition.
@@ -210,6 +282,7 @@ int main(int argc, char** argv) {
       gc::report_sweep("cuda", "stream_serial", stream_serial, std::span(gc::kShortThreadSweep, 1));
       gc::report_sweep("cuda", "stream_done", stream_done, std::span(gc::kShortThreadSweep, 1));
       gc::report_sweep("cuda", "record_path_floor", record_path_floor, std::span(gc::kShortThreadSweep, 1));
+      if (!gc::profiling()) report_pair_over_floor();
     }
   }
   if (gc::wanted(argc, argv, "host_alloc_record_event_long_lived")) {

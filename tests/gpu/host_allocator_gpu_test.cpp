@@ -340,6 +340,29 @@ TEST_P(HostAllocatorGpuCapture, AStreamQueryAtAFreeDuringACaptureKeepsItValid) {
   allocator->free(again.ctx);
 }
 
+// A free on a stream that does not capture but still runs work, while another
+// captures: the stream query finds it busy and the free records an event on
+// it, which takes no relaxed mode (CUDA allows an event record on a stream
+// that does not capture in every mode: session 32's probe, H200, driver 580).
+// Freed on the capturing thread and on another, the capture survives in
+// every mode, and both blocks wait on their events.
+TEST_P(HostAllocatorGpuCapture, AnEventRecordedAtAFreeDuringACaptureKeepsItValid) {
+  auto allocator = make("");
+  Side side;
+  auto a = allocator->allocate(kBytes);
+  auto b = allocator->allocate(kBytes);
+  launch_reader(a.ptr, side.stream);  // side.stream runs it for ~0.2 s
+  ASSERT_TRUE(allocator->record_stream(a.ptr, a.ctx, gcu::CudaHostBackend::id(side.stream)));
+  ASSERT_TRUE(allocator->record_stream(b.ptr, b.ctx, gcu::CudaHostBackend::id(side.stream)));
+  begin_capture();
+  gcu::check_cuda(cudaMemsetAsync(side.scratch, 0, 64, stream_), "captured memset");
+  allocator->free(a.ctx);
+  std::thread([&] { allocator->free(b.ctx); }).join();
+  EXPECT_EQ(metric("glassbox_host_stream_queries_total", {{"outcome", "busy"}}), 2);
+  EXPECT_EQ(metric("glassbox_host_pending_events", {}), 2);
+  EXPECT_EQ(end_capture_and_replay(), "cudaSuccess");
+}
+
 // The sequence: a block from before the capture, a captured copy from
 // it, record_stream and free during the capture, no private pool. An event
 // recorded then would be captured, and every later query of it fails

@@ -69,6 +69,22 @@ class CompareTable(unittest.TestCase):
         self.assertEqual(result.returncode, 1)
         self.assertIn("refused m @1 thr: glassbox ran 2 times, baseline 1", result.stderr)
 
+    def test_the_interleaved_pair_gets_its_excess_over_the_floor_and_pytorchs_ratio_to_it(self):
+        rounds = [(250, 200, 1000), (400, 300, 1800), (300, 280, 1400)]  # pair, floor, PyTorch: ns
+        out = table([row("interleaved", "host_alloc_record_event", 1, 1e9 / p) for p, _, _ in rounds] +
+                    [row("interleaved", "callers_stream_floor", 1, 1e9 / f) for _, f, _ in rounds] +
+                    [row("pytorch", "host_alloc_record_event", 1, 1e9 / t) for _, _, t in rounds] +
+                    [row("glassbox", "host_alloc_record_event", 1, 1e9 / p) for p, _, _ in rounds])
+        # excess 50, 100 and 20 ns; PyTorch over the floor 5.0, 6.0 and 5.0x
+        self.assertEqual(line_of(out, "glassbox pair - floor")[6:], ["50", "ns", "20..100", "ns", "3"])
+        self.assertEqual(line_of(out, "PyTorch pair / floor")[6:], ["5.0x", "5.0..6.0x", "3"])
+
+    def test_an_interleaved_pair_without_its_floor_in_every_round_is_refused(self):
+        result = run_table([row("interleaved", "host_alloc_record_event", 1, 1e6)] * 2 +
+                           [row("interleaved", "callers_stream_floor", 1, 1e6)])
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("2 pair runs, 1 floor runs", result.stderr)
+
     def test_other_sides_are_reference_rows_with_their_time_per_call(self):
         out = table([row("glassbox", "m", 1, 2e6), row("pytorch", "m", 1, 1e6), row("cuda", "floor", 1, 4e6)])
         self.assertEqual(line_of(out, "cuda: floor @1 thr")[4:], ["4.00", "M/s", "250"])
