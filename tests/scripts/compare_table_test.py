@@ -79,11 +79,21 @@ class CompareTable(unittest.TestCase):
         self.assertEqual(line_of(out, "glassbox pair - floor")[6:], ["50", "ns", "20..100", "ns", "3"])
         self.assertEqual(line_of(out, "PyTorch pair / floor")[6:], ["5.0x", "5.0..6.0x", "3"])
 
+    def test_the_least_pair_gets_its_excess_and_pytorchs_ratio_to_it(self):
+        rounds = [(250, 200, 210, 1050), (400, 300, 320, 1600)]  # pair, floor, least pair, PyTorch: ns
+        out = table([row("interleaved", "host_alloc_record_event", 1, 1e9 / r[0]) for r in rounds] +
+                    [row("interleaved", "callers_stream_floor", 1, 1e9 / r[1]) for r in rounds] +
+                    [row("interleaved", "minimal_pair", 1, 1e9 / r[2]) for r in rounds] +
+                    [row("pytorch", "host_alloc_record_event", 1, 1e9 / r[3]) for r in rounds] +
+                    [row("glassbox", "host_alloc_record_event", 1, 1e9 / r[0]) for r in rounds])
+        self.assertEqual(line_of(out, "least pair - floor")[6:], ["15", "ns", "10..20", "ns", "2"])
+        self.assertEqual(line_of(out, "PyTorch pair / least pair")[7:], ["5.0x", "5.0..5.0x", "2"])
+
     def test_an_interleaved_pair_without_its_floor_in_every_round_is_refused(self):
         result = run_table([row("interleaved", "host_alloc_record_event", 1, 1e6)] * 2 +
                            [row("interleaved", "callers_stream_floor", 1, 1e6)])
         self.assertEqual(result.returncode, 1)
-        self.assertIn("2 pair runs, 1 floor runs", result.stderr)
+        self.assertIn("2 host_alloc_record_event, 1 callers_stream_floor, 0 minimal_pair", result.stderr)
 
     def test_other_sides_are_reference_rows_with_their_time_per_call(self):
         out = table([row("glassbox", "m", 1, 2e6), row("pytorch", "m", 1, 1e6), row("cuda", "floor", 1, 4e6)])
