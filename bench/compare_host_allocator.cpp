@@ -253,6 +253,7 @@ void* record_until_complete() {
   gcu::check_cuda(e, "cudaEventQuery");
   return event;
 }
+
 // Which way the frees went so far: a stream query that found the stream
 // done reuses the block at once; a busy one (or none, where another thread
 // was querying or the idle-stream gate skipped it) records an event, which
