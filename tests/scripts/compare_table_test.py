@@ -89,6 +89,16 @@ class CompareTable(unittest.TestCase):
         self.assertEqual(line_of(out, "least pair - floor")[6:], ["15", "ns", "10..20", "ns", "2"])
         self.assertEqual(line_of(out, "PyTorch pair / least pair")[7:], ["5.0x", "5.0..5.0x", "2"])
 
+    def test_a_baseline_builds_interleaved_rows_get_their_own_excess_and_the_difference(self):
+        rounds = [(250, 200, 300, 210), (400, 300, 420, 290)]  # glassbox pair, floor; baseline pair, floor: ns
+        out = table([row("interleaved", "host_alloc_record_event", 1, 1e9 / r[0]) for r in rounds] +
+                    [row("interleaved", "callers_stream_floor", 1, 1e9 / r[1]) for r in rounds] +
+                    [row("baseline-interleaved", "host_alloc_record_event", 1, 1e9 / r[2]) for r in rounds] +
+                    [row("baseline-interleaved", "callers_stream_floor", 1, 1e9 / r[3]) for r in rounds])
+        # excess 50 and 100 ns against the baseline's 90 and 130: 40 and 30 ns less
+        self.assertEqual(line_of(out, "baseline pair - floor")[6:], ["110", "ns", "90..130", "ns", "2"])
+        self.assertEqual(line_of(out, "glassbox's excess - baseline's")[6:], ["-35", "ns", "-40..-30", "ns", "2"])
+
     def test_an_interleaved_pair_without_its_floor_in_every_round_is_refused(self):
         result = run_table([row("interleaved", "host_alloc_record_event", 1, 1e6)] * 2 +
                            [row("interleaved", "callers_stream_floor", 1, 1e6)])
