@@ -584,7 +584,10 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // taken under the block's lock, or by its owner (free_own_with_streams)
   // under the owner's cache lock; then deferred, or queue_events().
   void free_with_streams(Block* b);
-  void free_own_with_streams(Block* b, ThreadCache& tc);
+  void free_own_with_streams(Block* b, ThreadCache& tc, ThreadCache::Slot& slot);
+  // An owner's free of a block used on one stream it cannot defer on (a
+  // caller's own), off the general path's vectors and calls.
+  void free_own_on_one_stream(Block* b, StreamId stream, ThreadCache& tc, ThreadCache::Slot& slot);
   struct TakenStreams {
     bool captured = false;
     bool deferrable = false;  // one stream, every record promised it outlives the allocator
@@ -592,11 +595,11 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // Moves b's streams to `streams` and counts them in its events; the caller
   // keeps out every other writer and reader of b's streams.
   static TakenStreams take_streams(Block& b, std::vector<StreamId>& streams);
-  void free_from_streams(Block* b, const std::vector<StreamId>& streams, TakenStreams taken);
+  void free_from_streams(Block* b, std::span<const StreamId> streams, TakenStreams taken);
   // Whether every one of `streams` (none capturing) has run all its work:
   // asked of the backend where the thread's IdleStreamGate lets it.
-  bool streams_done(const std::vector<StreamId>& streams);
-  void queue_events(Block* b, const std::vector<StreamId>& streams, bool captured);
+  bool streams_done(std::span<const StreamId> streams);
+  void queue_events(Block* b, std::span<const StreamId> streams, bool captured);
   // Frees b, counted as waiting on `streams` events, with none.
   void release_done(Block* b, std::size_t streams);
   // Adds b, freed after use on `stream` alone (promised long-lived), to the

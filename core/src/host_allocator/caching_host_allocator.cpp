@@ -413,7 +413,7 @@ void CachingHostAllocator::free(void* ctx) {
     case Impl::Settled::switched:
       return a.free_after_switch(b);
     case Impl::Settled::on_streams:
-      return a.free_own_with_streams(b, tc);
+      return a.free_own_with_streams(b, tc, slot);
     case Impl::Settled::off_streams:
       break;
   }
@@ -490,11 +490,39 @@ void CachingHostAllocator::Impl::free_with_streams(Block* b) {
 // block's only other readers (for_each_block), and they hold every thread
 // cache: the owner's own cache lock keeps them out with plain stores, where
 // the block's lock costs an exchange at every such free.
-void CachingHostAllocator::Impl::free_own_with_streams(Block* b, ThreadCache& tc) {
+void CachingHostAllocator::Impl::free_own_with_streams(Block* b, ThreadCache& tc, ThreadCache::Slot& slot) {
   if (!tc.lock.owner_try_lock()) return free_with_streams(b);  // a snapshot or a drain holds the caches
+  if (b->streams.size() == 1 && !b->captured && !b->streams_outlive) {
+    const StreamId stream = b->streams.front();
+    b->streams.clear();
+    b->count_events(1);
+    tc.lock.owner_unlock();
+    return free_own_on_one_stream(b, stream, tc, slot);
+  }
   const TakenStreams taken = take_streams(*b, tl_freed_streams);
   tc.lock.owner_unlock();
   free_from_streams(b, tl_freed_streams, taken);
+}
+
+// The record path's common case, a caller's own stream that has run its
+// work by the free: every call and line this path touches beside the
+// driver's own costs the pair (bench/RESULTS.md, session 32), so a stream
+// found done puts the block straight back into the slot the free came
+// from. Anything else (capturing, busy, another thread querying, a failed
+// check) goes on as any free with streams, which asks again where it may.
+void CachingHostAllocator::Impl::free_own_on_one_stream(Block* b, StreamId stream, ThreadCache& tc,
+                                                        ThreadCache::Slot& slot) {
+  const std::array<StreamId, 1> streams{stream};
+  bool done = false;
+  try {
+    done = !backend->is_capturing(stream) && streams_done(streams);
+  } catch (...) {
+    // queue_events() makes the check again and handles what it throws.
+  }
+  if (!done) return queue_events(b, streams, false);
+  b->count_events(-1);
+  if (!keep_in_slot(tc, slot, b, false)) [[unlikely]]
+    free_settled(b, nullptr);
 }
 
 CachingHostAllocator::Impl::TakenStreams CachingHostAllocator::Impl::take_streams(Block& b,
@@ -506,7 +534,7 @@ CachingHostAllocator::Impl::TakenStreams CachingHostAllocator::Impl::take_stream
   return {b.captured, b.streams_outlive && streams.size() == 1};
 }
 
-void CachingHostAllocator::Impl::free_from_streams(Block* b, const std::vector<StreamId>& streams, TakenStreams taken) {
+void CachingHostAllocator::Impl::free_from_streams(Block* b, std::span<const StreamId> streams, TakenStreams taken) {
   if (taken.deferrable && !taken.captured && !backend->is_capturing(streams.front())) {
     return defer_event(pool_of(b), b, streams.front());
   }
@@ -520,7 +548,7 @@ void CachingHostAllocator::Impl::free_from_streams(Block* b, const std::vector<S
 // events alone; 1 thread 4.0x against 2.2x). A throttle, not a guard: a
 // load and a store rather than an exchange, a read-modify-write at every
 // free of the one-thread pair (two threads may now and then query at once).
-bool CachingHostAllocator::Impl::streams_done(const std::vector<StreamId>& streams) {
+bool CachingHostAllocator::Impl::streams_done(std::span<const StreamId> streams) {
   alignas(64) static constinit std::atomic<bool> querying{false};  // its own line: every querying thread writes it
   if (!config.idle_stream_check || querying.load(std::memory_order_relaxed)) return false;
   querying.store(true, std::memory_order_relaxed);
@@ -542,7 +570,7 @@ bool CachingHostAllocator::Impl::streams_done(const std::vector<StreamId>& strea
 
 // Events are recorded outside every lock: recording may block on a driver
 // lock that a thread holding one of ours waits behind.
-void CachingHostAllocator::Impl::queue_events(Block* b, const std::vector<StreamId>& streams, bool captured) {
+void CachingHostAllocator::Impl::queue_events(Block* b, std::span<const StreamId> streams, bool captured) {
   thread_local std::vector<EventGroup> events;
   events.clear();
   std::exception_ptr failure;
