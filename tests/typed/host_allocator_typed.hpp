@@ -33,7 +33,7 @@
 #include "glassbox/error.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/metrics/registry.hpp"
-#include "racing_recorder.hpp"
+#include "racing_call.hpp"
 
 namespace glassbox::testing {
 
@@ -1031,13 +1031,13 @@ TYPED_TEST_P(HostAllocatorTyped, ARecordStreamRacingAFreeIsNeverLost) {
   int recorded = 0, refused = 0, lost = 0;
   {
     typename TestFixture::Gate g(s.native());
-    RacingRecorder recorder(kRounds,
-                            [&](void* ptr, void* ctx) { return this->allocator->record_stream(ptr, ctx, s.id()); });
+    RacingCall recorder(kRounds,
+                        [&](void* ptr, void* ctx) { return this->allocator->record_stream(ptr, ctx, s.id()); });
     for (int i = 0; i < kRounds; ++i) {
       auto a = this->allocate(4096);
       recorder.go(i, a.ptr, a.ctx);  // the free below races the record
       this->free(a);
-      const bool taken = recorder.recorded(i);
+      const bool taken = recorder.taken(i);
       auto next = this->allocate(4096);
       if (!taken) {
         ++refused;

@@ -571,10 +571,21 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
     return use == (Block::kHandedOut | Block::kOnStreams) ? Settled::on_streams : Settled::off_streams;
   }
   [[gnu::noinline]] bool on_streams_after_switch(Block* b);  // a free that met record_mode's switch
-  // record_stream's side: a record on a block another thread allocated
-  // switches record_mode to kShared for good (one heavy fence) before it
-  // touches the block.
-  void note_foreign_record(const Block* b);
+  // A record or a free of a block another thread allocated switches
+  // record_mode to kShared for good before it touches the block: one heavy
+  // fence for the owners' frees in flight, and every thread cache held once,
+  // which waits out the owners' records in flight (record_own).
+  void note_foreign_use(const Block* b);
+  // record_stream of an owner's block while record_mode is kOwnersOnly:
+  // under the owner's cache lock, whose owner side is plain stores, where
+  // the block's lock and the use word's compare-exchange are two
+  // read-modify-writes on every record (the record path's largest own cost,
+  // bench/RESULTS.md, session 32). False where it does not apply (another
+  // thread's block, no cache of this allocator, the mode switching, a
+  // remote holding the cache): the caller records the shared way.
+  bool record_own(Block* b, StreamId stream, bool capturing, bool outlives, RecordOutcome& outcome);
+  // Adds `stream` to b's streams; the caller keeps out b's other writers.
+  static void add_stream(Block& b, StreamId stream, bool capturing, bool outlives);
   // Where b's pool counts it while it waits on events, freed through `shard`.
   std::atomic<std::int64_t>& waiting_count(const BlockPool& pool, EventShard& shard, const Block& b) noexcept {
     return &pool == &default_pool ? shard.waiting[b.cls] : records[b.cls].private_waiting;

@@ -447,8 +447,10 @@ void CachingHostAllocator::Impl::free_settled(Block* b, ThreadCache* tc) {
 
 bool CachingHostAllocator::Impl::settle_free(Block* b, const void* me) {
   constexpr std::uint8_t on_streams = Block::kHandedOut | Block::kOnStreams;
-  if (!owners_only_mine(b, me)) [[unlikely]]
+  if (!owners_only_mine(b, me)) [[unlikely]] {
+    note_foreign_use(b);
     return b->use.exchange(0, std::memory_order_acq_rel) == on_streams;
+  }
   const Settled settled = settle_own(b);
   return settled == Settled::switched ? on_streams_after_switch(b) : settled == Settled::on_streams;
 }
@@ -460,13 +462,14 @@ bool CachingHostAllocator::Impl::on_streams_after_switch(Block* b) {
   return !b->streams.empty();
 }
 
-void CachingHostAllocator::Impl::note_foreign_record(const Block* b) {
+void CachingHostAllocator::Impl::note_foreign_use(const Block* b) {
   if (record_mode.load(std::memory_order_acquire) == kShared) [[likely]]
     return;
   if (b->owner.load(std::memory_order_relaxed) == thread_token()) return;
   std::uint8_t expected = kOwnersOnly;
   if (record_mode.compare_exchange_strong(expected, kSwitching, std::memory_order_acq_rel)) {
-    detail::heavy_fence();
+    detail::heavy_fence();    // the owners' frees in flight (settle_own)
+    with_caches_held([] {});  // the owners' records in flight (record_own)
     record_mode.store(kShared, std::memory_order_release);
     return;
   }
@@ -752,7 +755,8 @@ CachingHostAllocator::RecordOutcome CachingHostAllocator::try_record_stream(void
   // which keeps the record path free of a driver call; free() looks.
   const bool capturing = !a.captures_empty.load(std::memory_order_relaxed) && a.backend->is_capturing(stream);
   const bool outlives = life == StreamLife::outlives_allocator || a.backend->stream_outlives_allocator(stream);
-  a.note_foreign_record(b);
+  if (RecordOutcome outcome; a.record_own(b, stream, capturing, outlives, outcome)) return outcome;
+  a.note_foreign_use(b);
   std::lock_guard lock(b->lock);
   // Against free()'s exchange: set kOnStreams only while the block is handed
   // out. The streams are added after, still under the lock, which a free
@@ -764,10 +768,42 @@ CachingHostAllocator::RecordOutcome CachingHostAllocator::try_record_stream(void
       return RecordOutcome::freed;
     }
   } while (!b->use.compare_exchange_weak(use, use | Block::kOnStreams, std::memory_order_acq_rel));
-  b->captured = b->captured || capturing;
-  b->streams_outlive = b->streams_outlive && outlives;
-  if (std::find(b->streams.begin(), b->streams.end(), stream) == b->streams.end()) b->streams.push_back(stream);
+  Impl::add_stream(*b, stream, capturing, outlives);
   return RecordOutcome::recorded;
+}
+
+// Under the owner's cache lock, with record_mode read inside it, no other
+// thread writes the block: a foreign record or free first switches the
+// mode, and the switch holds every cache once (note_foreign_use), so it
+// waits for a record_own in flight, and one that takes the lock after it
+// finds the mode switched. Snapshots hold every cache too.
+bool CachingHostAllocator::Impl::record_own(Block* b, StreamId stream, bool capturing, bool outlives,
+                                            RecordOutcome& outcome) {
+  LocalState& local = tl_local;
+  if (local.cache_owner != id || !owners_only_mine(b, &local)) return false;
+  ThreadCache& tc = *local.cache;
+  if (!tc.lock.owner_try_lock()) return false;
+  if (record_mode.load(std::memory_order_relaxed) != kOwnersOnly) [[unlikely]] {
+    tc.lock.owner_unlock();
+    return false;
+  }
+  const std::uint8_t use = b->use.load(std::memory_order_relaxed);
+  if ((use & Block::kHandedOut) == 0) {
+    outcome = RecordOutcome::freed;
+  } else {
+    b->use.store(use | Block::kOnStreams, std::memory_order_relaxed);
+    add_stream(*b, stream, capturing, outlives);
+    outcome = RecordOutcome::recorded;
+  }
+  tc.lock.owner_unlock();
+  if (outcome == RecordOutcome::freed) m.record_after_free.inc();
+  return true;
+}
+
+void CachingHostAllocator::Impl::add_stream(Block& b, StreamId stream, bool capturing, bool outlives) {
+  b.captured = b.captured || capturing;
+  b.streams_outlive = b.streams_outlive && outlives;
+  if (std::find(b.streams.begin(), b.streams.end(), stream) == b.streams.end()) b.streams.push_back(stream);
 }
 
 void CachingHostAllocator::begin_allocate_to_pool(PoolId id, std::function<bool(StreamId)> filter) {
