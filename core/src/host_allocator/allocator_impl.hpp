@@ -28,6 +28,7 @@
 #include "glassbox/trace/counter_track.hpp"
 #include "glassbox/trace/span.hpp"
 #include "spin_lock.hpp"
+#include "stream_set.hpp"
 
 namespace glassbox::host_allocator {
 
@@ -66,9 +67,10 @@ struct alignas(128) Block {
   // Every record_stream on it since it was handed out promised that the
   // stream outlives the allocator (StreamLife): its event may be deferred.
   bool streams_outlive = true;
-  std::vector<StreamId> streams;
-  // The next block of the group one event covers (EventGroup), or null.
-  Block* group_next = nullptr;
+  StreamSet streams;
+  // For the OOM snapshot: bytes asked by its current user (atomic, as the
+  // snapshot reads it while another thread may hand the block out).
+  std::atomic<std::size_t> requested{0};
   // Uses of it since its last free that no completed event has answered yet.
   // Atomic, as snapshots read it under `lock` while release_done writes it
   // without: no event of the block is queued then, so that free is its one
@@ -79,9 +81,9 @@ struct alignas(128) Block {
     event_count.store(event_count.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
   std::uint64_t freed_tick = 0;  // when it was last freed (Impl::tick), for the LRU trim
-  // For the OOM snapshot: bytes asked by its current user (atomic, as the
-  // snapshot reads it while another thread may hand the block out).
-  std::atomic<std::size_t> requested{0};
+  // Past the two lines the pair touches: the next block of the group one
+  // event covers (EventGroup), or null, and the block's creation time.
+  Block* group_next = nullptr;
   std::chrono::steady_clock::time_point created;
 };
 
@@ -584,8 +586,16 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // thread's block, no cache of this allocator, the mode switching, a
   // remote holding the cache): the caller records the shared way.
   bool record_own(Block* b, StreamId stream, bool capturing, bool outlives, RecordOutcome& outcome);
+  // Any other record: under the block's lock, by compare-exchange.
+  [[gnu::noinline]] RecordOutcome record_shared(Block* b, StreamId stream, bool capturing, bool outlives);
+  // record_stream's and try_record_stream's one body (caching_host_allocator.cpp).
+  RecordOutcome record(void* ptr, void* ctx, StreamId stream, StreamLife life);
   // Adds `stream` to b's streams; the caller keeps out b's other writers.
-  static void add_stream(Block& b, StreamId stream, bool capturing, bool outlives);
+  [[gnu::always_inline]] static void add_stream(Block& b, StreamId stream, bool capturing, bool outlives) {
+    b.captured = b.captured || capturing;
+    b.streams_outlive = b.streams_outlive && outlives;
+    b.streams.add(stream);
+  }
   // Where b's pool counts it while it waits on events, freed through `shard`.
   std::atomic<std::int64_t>& waiting_count(const BlockPool& pool, EventShard& shard, const Block& b) noexcept {
     return &pool == &default_pool ? shard.waiting[b.cls] : records[b.cls].private_waiting;
@@ -596,9 +606,6 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // under the owner's cache lock; then deferred, or queue_events().
   void free_with_streams(Block* b);
   void free_own_with_streams(Block* b, ThreadCache& tc, ThreadCache::Slot& slot);
-  // An owner's free of a block used on one stream it cannot defer on (a
-  // caller's own), off the general path's vectors and calls.
-  void free_own_on_one_stream(Block* b, StreamId stream, ThreadCache& tc, ThreadCache::Slot& slot);
   struct TakenStreams {
     bool captured = false;
     bool deferrable = false;  // one stream, every record promised it outlives the allocator
@@ -610,7 +617,10 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // Whether every one of `streams` (none capturing) has run all its work:
   // asked of the backend where the thread's IdleStreamGate lets it.
   bool streams_done(std::span<const StreamId> streams);
-  void queue_events(Block* b, std::span<const StreamId> streams, bool captured);
+  // Records b's events on `streams`, or frees it where they turn out done.
+  // `asked`: the caller has asked already whether one captures (then
+  // `captured`) and whether all are done (not all).
+  void queue_events(Block* b, std::span<const StreamId> streams, bool captured, bool asked = false);
   // Frees b, counted as waiting on `streams` events, with none.
   void release_done(Block* b, std::size_t streams);
   // Adds b, freed after use on `stream` alone (promised long-lived), to the
@@ -631,7 +641,15 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   void retire(Block* b, metrics::Counter& reason);
   BlockPool& pool_of(const Block* b);
   std::pair<BlockPool*, bool> pool_for_current_stream();
-  Block* find_block(void* ptr, void* ctx);
+  // The block of a context allocate() handed out (of `ptr`, without one),
+  // or null: inline where the calling thread found it before.
+  Block* find_block(void* ptr, void* ctx) {
+    Block* b = block_of(ctx);
+    if (b != nullptr && known_block(b)) [[likely]]
+      return b;
+    return find_block_slow(ptr, b);
+  }
+  [[gnu::noinline]] Block* find_block_slow(void* ptr, Block* b);
   Block* find_by_ptr(void* ptr);
   // Whether the calling thread found `ctx` among this allocator's blocks
   // before, and none has left them since (KnownBlocks).

@@ -493,36 +493,34 @@ void CachingHostAllocator::Impl::free_with_streams(Block* b) {
 // block's only other readers (for_each_block), and they hold every thread
 // cache: the owner's own cache lock keeps them out with plain stores, where
 // the block's lock costs an exchange at every such free.
+//
+// The record path's common case, one caller's stream that has run its work
+// by the free, goes on here without the general path's calls and vectors:
+// every call and line it touches beside the driver's own costs the pair
+// (bench/RESULTS.md, session 32), so a stream found done puts the block
+// straight back into the slot the free came from. Anything else
+// (capturing, busy, another thread querying, a failed check) goes on as
+// any free with streams.
 void CachingHostAllocator::Impl::free_own_with_streams(Block* b, ThreadCache& tc, ThreadCache::Slot& slot) {
   if (!tc.lock.owner_try_lock()) return free_with_streams(b);  // a snapshot or a drain holds the caches
-  if (b->streams.size() == 1 && !b->captured && !b->streams_outlive) {
-    const StreamId stream = b->streams.front();
-    b->streams.clear();
-    b->count_events(1);
+  if (b->streams.size() != 1 || b->captured || b->streams_outlive) [[unlikely]] {
+    const TakenStreams taken = take_streams(*b, tl_freed_streams);
     tc.lock.owner_unlock();
-    return free_own_on_one_stream(b, stream, tc, slot);
+    return free_from_streams(b, tl_freed_streams, taken);
   }
-  const TakenStreams taken = take_streams(*b, tl_freed_streams);
+  const StreamId stream = b->streams.front();
+  b->streams.clear();
+  b->count_events(1);
   tc.lock.owner_unlock();
-  free_from_streams(b, tl_freed_streams, taken);
-}
-
-// The record path's common case, a caller's own stream that has run its
-// work by the free: every call and line this path touches beside the
-// driver's own costs the pair (bench/RESULTS.md, session 32), so a stream
-// found done puts the block straight back into the slot the free came
-// from. Anything else (capturing, busy, another thread querying, a failed
-// check) goes on as any free with streams, which asks again where it may.
-void CachingHostAllocator::Impl::free_own_on_one_stream(Block* b, StreamId stream, ThreadCache& tc,
-                                                        ThreadCache::Slot& slot) {
-  const std::array<StreamId, 1> streams{stream};
-  bool done = false;
+  bool capturing = false, done = false, asked = false;
   try {
-    done = !backend->is_capturing(stream) && streams_done(streams);
+    capturing = backend->is_capturing(stream);
+    done = !capturing && streams_done({&stream, 1});
+    asked = true;
   } catch (...) {
-    // queue_events() makes the check again and handles what it throws.
+    // queue_events() asks again, and handles what that throws.
   }
-  if (!done) return queue_events(b, streams, false);
+  if (!done) return queue_events(b, {&stream, 1}, capturing, asked);
   b->count_events(-1);
   if (!keep_in_slot(tc, slot, b, false)) [[unlikely]]
     free_settled(b, nullptr);
@@ -530,7 +528,7 @@ void CachingHostAllocator::Impl::free_own_on_one_stream(Block* b, StreamId strea
 
 CachingHostAllocator::Impl::TakenStreams CachingHostAllocator::Impl::take_streams(Block& b,
                                                                                   std::vector<StreamId>& streams) {
-  streams.assign(b.streams.begin(), b.streams.end());
+  b.streams.copy_to(streams);
   b.streams.clear();
   b.count_events(static_cast<int>(streams.size()));
   // One stream only: a block is in one group at a time.
@@ -573,7 +571,7 @@ bool CachingHostAllocator::Impl::streams_done(std::span<const StreamId> streams)
 
 // Events are recorded outside every lock: recording may block on a driver
 // lock that a thread holding one of ours waits behind.
-void CachingHostAllocator::Impl::queue_events(Block* b, std::span<const StreamId> streams, bool captured) {
+void CachingHostAllocator::Impl::queue_events(Block* b, std::span<const StreamId> streams, bool captured, bool asked) {
   thread_local std::vector<EventGroup> events;
   events.clear();
   std::exception_ptr failure;
@@ -582,9 +580,11 @@ void CachingHostAllocator::Impl::queue_events(Block* b, std::span<const StreamId
     // On a capturing stream the record would be captured into the graph, and
     // no poll of it could ever succeed (nor may the stream be queried): a
     // block one of whose streams captures now is used during capture.
-    captured =
-        captured || std::any_of(streams.begin(), streams.end(), [&](StreamId s) { return backend->is_capturing(s); });
-    done = !captured && streams_done(streams);
+    if (!asked) {
+      captured =
+          captured || std::any_of(streams.begin(), streams.end(), [&](StreamId s) { return backend->is_capturing(s); });
+      done = !captured && streams_done(streams);
+    }
     if (!captured && !done) {
       for (StreamId s : streams) {
         const EventId e = backend->record_event(s);
@@ -696,11 +696,8 @@ std::pair<BlockPool*, bool> CachingHostAllocator::Impl::pool_for_current_stream(
 
 // As PyTorch: `ctx` when it is one of our blocks, else the block at `ptr`
 // (a caller may have wrapped the context in one of its own); null if neither.
-Block* CachingHostAllocator::Impl::find_block(void* ptr, void* ctx) {
-  Block* b = block_of(ctx);
+Block* CachingHostAllocator::Impl::find_block_slow(void* ptr, Block* b) {
   if (b == nullptr) return find_by_ptr(ptr);
-  if (known_block(b)) [[likely]]
-    return b;
   // Read before the lookup: a block forgotten after it leaves the memo stale.
   const std::uint64_t epoch = blocks_forgotten.load(std::memory_order_acquire);
   if (any_pool([&](BlockPool& pool) { return pool.blocks.count(b) != 0; })) {
@@ -732,44 +729,22 @@ Block* CachingHostAllocator::Impl::find_by_ptr(void* ptr) {
   return b;
 }
 
-bool CachingHostAllocator::record_stream(void* ptr, void* ctx, StreamId stream, StreamLife life) {
-  const RecordOutcome outcome = try_record_stream(ptr, ctx, stream, life);
-  if (outcome == RecordOutcome::recorded) return true;
-  std::ostringstream m;
-  m << "glassbox host allocator: record_stream(" << ptr << ") on memory that "
-    << (outcome == RecordOutcome::freed
-            ? "was freed (before this call, or by a free() racing it)"
-            : "is no allocation of this allocator (never was, or freed and returned to the system)")
-    << "; a stream may only use a block between allocate() and free()";
-  if (outcome == RecordOutcome::unknown_memory) impl_->m.record_unknown.inc();
-  throw UsageError(m.str());
-}
-
-CachingHostAllocator::RecordOutcome CachingHostAllocator::try_record_stream(void* ptr, void* ctx, StreamId stream,
-                                                                            StreamLife life) {
-  Impl& a = *impl_;
-  Block* b = a.find_block(ptr, ctx);
+// An owner's record, the record path's common case, makes no call of its
+// own in either entry point but the backend's stream check.
+[[gnu::always_inline]] inline CachingHostAllocator::RecordOutcome CachingHostAllocator::Impl::record(void* ptr,
+                                                                                                     void* ctx,
+                                                                                                     StreamId stream,
+                                                                                                     StreamLife life) {
+  Block* b = find_block(ptr, ctx);
   if (b == nullptr) return RecordOutcome::unknown_memory;
   // A captured use reads the block at every replay of the graph. Captures
   // that allocate to no private pool are not looked for here (as PyTorch),
   // which keeps the record path free of a driver call; free() looks.
-  const bool capturing = !a.captures_empty.load(std::memory_order_relaxed) && a.backend->is_capturing(stream);
-  const bool outlives = life == StreamLife::outlives_allocator || a.backend->stream_outlives_allocator(stream);
-  if (RecordOutcome outcome; a.record_own(b, stream, capturing, outlives, outcome)) return outcome;
-  a.note_foreign_use(b);
-  std::lock_guard lock(b->lock);
-  // Against free()'s exchange: set kOnStreams only while the block is handed
-  // out. The streams are added after, still under the lock, which a free
-  // that saw kOnStreams takes before it reads them.
-  std::uint8_t use = b->use.load(std::memory_order_relaxed);
-  do {
-    if ((use & Block::kHandedOut) == 0) {
-      a.m.record_after_free.inc();
-      return RecordOutcome::freed;
-    }
-  } while (!b->use.compare_exchange_weak(use, use | Block::kOnStreams, std::memory_order_acq_rel));
-  Impl::add_stream(*b, stream, capturing, outlives);
-  return RecordOutcome::recorded;
+  const bool capturing = !captures_empty.load(std::memory_order_relaxed) && backend->is_capturing(stream);
+  const bool outlives = life == StreamLife::outlives_allocator || backend->stream_outlives_allocator(stream);
+  if (RecordOutcome outcome; record_own(b, stream, capturing, outlives, outcome)) [[likely]]
+    return outcome;
+  return record_shared(b, stream, capturing, outlives);
 }
 
 // Under the owner's cache lock, with record_mode read inside it, no other
@@ -777,8 +752,8 @@ CachingHostAllocator::RecordOutcome CachingHostAllocator::try_record_stream(void
 // mode, and the switch holds every cache once (note_foreign_use), so it
 // waits for a record_own in flight, and one that takes the lock after it
 // finds the mode switched. Snapshots hold every cache too.
-bool CachingHostAllocator::Impl::record_own(Block* b, StreamId stream, bool capturing, bool outlives,
-                                            RecordOutcome& outcome) {
+[[gnu::always_inline]] inline bool CachingHostAllocator::Impl::record_own(Block* b, StreamId stream, bool capturing,
+                                                                          bool outlives, RecordOutcome& outcome) {
   LocalState& local = tl_local;
   if (local.cache_owner != id || !owners_only_mine(b, &local)) return false;
   ThreadCache& tc = *local.cache;
@@ -788,22 +763,59 @@ bool CachingHostAllocator::Impl::record_own(Block* b, StreamId stream, bool capt
     return false;
   }
   const std::uint8_t use = b->use.load(std::memory_order_relaxed);
-  if ((use & Block::kHandedOut) == 0) {
-    outcome = RecordOutcome::freed;
-  } else {
+  const bool handed_out = (use & Block::kHandedOut) != 0;
+  if (handed_out) [[likely]] {
     b->use.store(use | Block::kOnStreams, std::memory_order_relaxed);
     add_stream(*b, stream, capturing, outlives);
-    outcome = RecordOutcome::recorded;
   }
   tc.lock.owner_unlock();
-  if (outcome == RecordOutcome::freed) m.record_after_free.inc();
+  if (!handed_out) [[unlikely]]
+    m.record_after_free.inc();
+  outcome = handed_out ? RecordOutcome::recorded : RecordOutcome::freed;
   return true;
 }
 
-void CachingHostAllocator::Impl::add_stream(Block& b, StreamId stream, bool capturing, bool outlives) {
-  b.captured = b.captured || capturing;
-  b.streams_outlive = b.streams_outlive && outlives;
-  if (std::find(b.streams.begin(), b.streams.end(), stream) == b.streams.end()) b.streams.push_back(stream);
+CachingHostAllocator::RecordOutcome CachingHostAllocator::Impl::record_shared(Block* b, StreamId stream, bool capturing,
+                                                                              bool outlives) {
+  note_foreign_use(b);
+  std::lock_guard lock(b->lock);
+  // Against free()'s exchange: set kOnStreams only while the block is handed
+  // out. The streams are added after, still under the lock, which a free
+  // that saw kOnStreams takes before it reads them.
+  std::uint8_t use = b->use.load(std::memory_order_relaxed);
+  do {
+    if ((use & Block::kHandedOut) == 0) {
+      m.record_after_free.inc();
+      return RecordOutcome::freed;
+    }
+  } while (!b->use.compare_exchange_weak(use, use | Block::kOnStreams, std::memory_order_acq_rel));
+  add_stream(*b, stream, capturing, outlives);
+  return RecordOutcome::recorded;
+}
+
+namespace {
+// Cold, and out of line: record_stream's own body stays the record's.
+[[noreturn, gnu::noinline, gnu::cold]] void throw_record_error(void* ptr, bool freed) {
+  std::ostringstream m;
+  m << "glassbox host allocator: record_stream(" << ptr << ") on memory that "
+    << (freed ? "was freed (before this call, or by a free() racing it)"
+              : "is no allocation of this allocator (never was, or freed and returned to the system)")
+    << "; a stream may only use a block between allocate() and free()";
+  throw UsageError(m.str());
+}
+}  // namespace
+
+bool CachingHostAllocator::record_stream(void* ptr, void* ctx, StreamId stream, StreamLife life) {
+  const RecordOutcome outcome = impl_->record(ptr, ctx, stream, life);
+  if (outcome == RecordOutcome::recorded) [[likely]]
+    return true;
+  if (outcome == RecordOutcome::unknown_memory) impl_->m.record_unknown.inc();
+  throw_record_error(ptr, outcome == RecordOutcome::freed);
+}
+
+CachingHostAllocator::RecordOutcome CachingHostAllocator::try_record_stream(void* ptr, void* ctx, StreamId stream,
+                                                                            StreamLife life) {
+  return impl_->record(ptr, ctx, stream, life);
 }
 
 void CachingHostAllocator::begin_allocate_to_pool(PoolId id, std::function<bool(StreamId)> filter) {

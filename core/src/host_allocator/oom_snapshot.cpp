@@ -73,7 +73,7 @@ BlockView view_of(const Block& b, unsigned bucket, bool thread_cached, std::chro
   v.state = state_of(b);
   v.thread_cached = thread_cached;
   v.requested = b.requested.load(std::memory_order_relaxed);
-  v.streams = b.streams;
+  b.streams.copy_to(v.streams);
   v.pending_events = b.event_count.load(std::memory_order_relaxed);
   v.age_seconds = std::chrono::duration<double>(now - b.created).count();
   return v;
