@@ -463,6 +463,30 @@ TYPED_TEST_P(HostAllocatorTyped, BlocksOnAPoolStreamShareOneEventWithoutAPromise
   this->expect_blocks_share_one_event(true);
 }
 
+// A thread remembers whether the stream it last recorded on outlives the
+// allocator (a pool stream's yes); a record on another stream right after
+// asks about that one: a caller's stream, which the caller may destroy
+// right after the free, gets its event at the free, not deferred.
+TYPED_TEST_P(HostAllocatorTyped, ARecordRightAfterOneOnAPoolStreamAsksAboutItsOwnStream) {
+  this->make();
+  auto pool = this->make_stream(true);
+  typename TestFixture::Stream mine;
+  typename TestFixture::Gate g(mine.native());  // busy: its free cannot find it done
+  auto a = this->allocate(4096);
+  this->record(a, *pool);
+  this->free(a);
+  EXPECT_EQ(this->metric("glassbox_host_deferred_blocks"), 1);
+  auto b = this->allocate(4096);
+  this->record(b, mine);
+  this->free(b);
+  EXPECT_EQ(this->metric("glassbox_host_deferred_blocks"), 1) << "the caller's stream was taken for a pool stream";
+  EXPECT_EQ(this->stats().pending_events, 1);
+  g.open();
+  mine.synchronize();
+  pool->synchronize();
+  this->allocator->process_events();
+}
+
 // A thread records its open group once it holds a cache's worth of blocks
 // (thread_cache), at its next allocate() that finds none cached: one event
 // per group, not per free.
@@ -1060,13 +1084,13 @@ REGISTER_TYPED_TEST_SUITE_P(
     ABlockIsNotReusedBeforeEveryStreamPassedItsEvent, AFreedBlockIsNotReusedWhileQueuedWorkStillReadsIt,
     ADeferredBlockIsNotReusedWhileQueuedWorkStillReadsIt, ABlockOnAPoolStreamIsNotReusedWhileQueuedWorkStillReadsIt,
     BlocksOnAStreamThatOutlivesTheAllocatorShareOneEvent, BlocksOnAPoolStreamShareOneEventWithoutAPromise,
-    AThreadRecordsItsGroupOnceItHoldsACachesWorth, ProcessEventsRecordsAndPollsDeferredBlocks,
-    ADeferredRecordWaitsForTheCaptureToEnd, StreamsDestroyedRightAfterFreeAreNotRecordedOnLater,
-    AFreeOnAStreamThatRanEverythingNeedsNoEvent, AStreamFoundBusyIsNotAskedAgainForAWhile,
-    EventsOneThreadRecordedOnAStreamShareAQuery, AProbeReleasesNoEventOfAnotherStream,
-    AProbeReleasesNoEventAnotherThreadRecorded, DeferredBlocksWaitForTheirOwnStreamsEvent,
-    ARecordOnABlockReturnedToTheSystemFindsNothing, ABlockOnTwoStreamsGetsItsEventsInFree,
-    WithoutRecordStreamTheOverwriteIsVisible, RecordStreamFindsABlockByPointer,
+    ARecordRightAfterOneOnAPoolStreamAsksAboutItsOwnStream, AThreadRecordsItsGroupOnceItHoldsACachesWorth,
+    ProcessEventsRecordsAndPollsDeferredBlocks, ADeferredRecordWaitsForTheCaptureToEnd,
+    StreamsDestroyedRightAfterFreeAreNotRecordedOnLater, AFreeOnAStreamThatRanEverythingNeedsNoEvent,
+    AStreamFoundBusyIsNotAskedAgainForAWhile, EventsOneThreadRecordedOnAStreamShareAQuery,
+    AProbeReleasesNoEventOfAnotherStream, AProbeReleasesNoEventAnotherThreadRecorded,
+    DeferredBlocksWaitForTheirOwnStreamsEvent, ARecordOnABlockReturnedToTheSystemFindsNothing,
+    ABlockOnTwoStreamsGetsItsEventsInFree, WithoutRecordStreamTheOverwriteIsVisible, RecordStreamFindsABlockByPointer,
     ProcessEventsForOneSizeFreesOnlyThatSize, EmptyCacheReleasesOnlyFreeBlocks,
     EmptyCacheTakesBlocksFromOtherThreadsCaches, AThreadsCachedBlocksGoBackWhenItExits,
     BlocksOtherThreadsFreedOnStreamsAreReusedBeforeANewOne, ProcessEventsPollsWhatEveryThreadFreed,

@@ -23,12 +23,12 @@
 #include <unordered_set>
 #include <vector>
 
+#include "block_streams.hpp"
 #include "glassbox/host_allocator/caching_host_allocator.hpp"
 #include "glassbox/host_allocator/detail/biased_lock.hpp"
 #include "glassbox/trace/counter_track.hpp"
 #include "glassbox/trace/span.hpp"
 #include "spin_lock.hpp"
-#include "stream_set.hpp"
 
 namespace glassbox::host_allocator {
 
@@ -67,7 +67,7 @@ struct alignas(128) Block {
   // Every record_stream on it since it was handed out promised that the
   // stream outlives the allocator (StreamLife): its event may be deferred.
   bool streams_outlive = true;
-  StreamSet streams;
+  BlockStreams streams;
   // For the OOM snapshot: bytes asked by its current user (atomic, as the
   // snapshot reads it while another thread may hand the block out).
   std::atomic<std::size_t> requested{0};
@@ -370,6 +370,11 @@ extern thread_local constinit KnownBlocks tl_known_blocks;
 struct LocalState {
   std::uint64_t cache_owner = 0;
   ThreadCache* cache = nullptr;
+  // The stream record_stream last asked cache_owner's backend about, and
+  // its answer (Impl::stream_outlives); valid where asked is set.
+  StreamId last_stream = 0;
+  bool last_stream_outlives = false;
+  bool last_stream_asked = false;
 };
 extern thread_local constinit LocalState tl_local [[gnu::tls_model("initial-exec")]];
 // Tells live threads apart: one address per thread (Block::owner).
@@ -586,6 +591,23 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // thread's block, no cache of this allocator, the mode switching, a
   // remote holding the cache): the caller records the shared way.
   bool record_own(Block* b, StreamId stream, bool capturing, bool outlives, RecordOutcome& outcome);
+  // backend->stream_outlives_allocator(stream), remembered by the calling
+  // thread for the last stream it asked about while it holds a cache of
+  // this allocator (tl_local): the record path's one other call, a virtual
+  // call and a hash probe at every record. A yes cannot go stale: a stream
+  // that outlives the allocator keeps its handle for the allocator's life.
+  // A stale no (the handle since reused by a stream that would say yes)
+  // only records at the free an event that could have been deferred.
+  bool stream_outlives(StreamId stream) {
+    LocalState& local = tl_local;
+    if (local.cache_owner != id) return backend->stream_outlives_allocator(stream);
+    if (!local.last_stream_asked || local.last_stream != stream) [[unlikely]] {
+      local.last_stream_outlives = backend->stream_outlives_allocator(stream);
+      local.last_stream = stream;
+      local.last_stream_asked = true;
+    }
+    return local.last_stream_outlives;
+  }
   // Any other record: under the block's lock, by compare-exchange.
   [[gnu::noinline]] RecordOutcome record_shared(Block* b, StreamId stream, bool capturing, bool outlives);
   // record_stream's and try_record_stream's one body (caching_host_allocator.cpp).
@@ -616,7 +638,7 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   void free_from_streams(Block* b, std::span<const StreamId> streams, TakenStreams taken);
   // Whether every one of `streams` (none capturing) has run all its work:
   // asked of the backend where the thread's IdleStreamGate lets it.
-  bool streams_done(std::span<const StreamId> streams);
+  [[gnu::always_inline]] bool streams_done(std::span<const StreamId> streams);
   // Records b's events on `streams`, or frees it where they turn out done.
   // `asked`: the caller has asked already whether one captures (then
   // `captured`) and whether all are done (not all).

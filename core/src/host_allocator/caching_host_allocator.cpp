@@ -549,7 +549,7 @@ void CachingHostAllocator::Impl::free_from_streams(Block* b, std::span<const Str
 // events alone; 1 thread 4.0x against 2.2x). A throttle, not a guard: a
 // load and a store rather than an exchange, a read-modify-write at every
 // free of the one-thread pair (two threads may now and then query at once).
-bool CachingHostAllocator::Impl::streams_done(std::span<const StreamId> streams) {
+inline bool CachingHostAllocator::Impl::streams_done(std::span<const StreamId> streams) {
   alignas(64) static constinit std::atomic<bool> querying{false};  // its own line: every querying thread writes it
   if (!config.idle_stream_check || querying.load(std::memory_order_relaxed)) return false;
   querying.store(true, std::memory_order_relaxed);
@@ -741,7 +741,7 @@ Block* CachingHostAllocator::Impl::find_by_ptr(void* ptr) {
   // that allocate to no private pool are not looked for here (as PyTorch),
   // which keeps the record path free of a driver call; free() looks.
   const bool capturing = !captures_empty.load(std::memory_order_relaxed) && backend->is_capturing(stream);
-  const bool outlives = life == StreamLife::outlives_allocator || backend->stream_outlives_allocator(stream);
+  const bool outlives = life == StreamLife::outlives_allocator || stream_outlives(stream);
   if (RecordOutcome outcome; record_own(b, stream, capturing, outlives, outcome)) [[likely]]
     return outcome;
   return record_shared(b, stream, capturing, outlives);

@@ -62,7 +62,10 @@ class HostBackend {
   virtual bool is_capturing(StreamId stream) const = 0;
   /// Whether the backend knows that `stream` meets StreamLife::outlives_allocator
   /// (a stream of its own pool, never destroyed): record_stream() then defers
-  /// as if the caller had promised it. Asked at every record without a promise.
+  /// as if the caller had promised it. Asked at a record without a promise;
+  /// a thread remembers the answer for its last stream, so a yes must hold
+  /// for the allocator's life (a no may turn into a yes: then it only
+  /// defers less).
   virtual bool stream_outlives_allocator(StreamId /*stream*/) const noexcept { return false; }
   /// A number no other stream of the process had, asked at each record: two
   /// events of one thread on one stream share a poll (the later completing

@@ -14,7 +14,7 @@
 
 namespace glassbox::host_allocator {
 
-class StreamSet {
+class BlockStreams {
  public:
   std::size_t size() const noexcept { return count_; }
   bool empty() const noexcept { return count_ == 0; }
