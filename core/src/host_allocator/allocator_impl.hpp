@@ -781,6 +781,21 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   std::function<void(const std::string&)> warn;
   Metrics m;
   const std::uint64_t id;
+  // Read by every record and free, written rarely: on id's line, where the
+  // pair reads already, rather than each on a line of its own among the
+  // records' mutexes.
+  std::atomic<bool> captures_empty{true};
+  std::atomic<std::uint64_t> blocks_forgotten{0};  // see KnownBlocks
+  // Whether free() and record_stream on an owner's block may settle their
+  // race by plain loads and stores: kOwnersOnly until some thread records on
+  // or frees a block another thread allocated; then kSwitching during one
+  // heavy fence and one hold of every cache (note_foreign_use: they order
+  // every owner's free and record in flight against the foreign uses that
+  // follow), then kShared, where every free takes one exchange and every
+  // record the block's lock. kShared from the start without membarrier
+  // (detail::asymmetric_fences()).
+  static constexpr std::uint8_t kOwnersOnly = 0, kSwitching = 1, kShared = 2;
+  std::atomic<std::uint8_t> record_mode{kShared};
 
   BlockPool default_pool{PoolId{}};
   std::array<ClassRecord, SizeClasses::kCount> records;
@@ -795,22 +810,12 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // uncapped allocator's cached pair touches no shared line.
   std::atomic<std::int64_t> thread_cached_bytes{0};
   std::atomic<std::uint64_t> tick{0};
-  std::atomic<std::uint64_t> blocks_forgotten{0};  // see KnownBlocks
   std::mutex trim_mu;
 
   mutable std::shared_mutex instance_mu;  // guards the three below
   std::map<PoolId, std::unique_ptr<PrivatePool>> private_pools;
   std::map<PoolId, PrivatePool*> freeable_pools;
   std::vector<std::pair<PoolId, std::function<bool(StreamId)>>> captures;
-  std::atomic<bool> captures_empty{true};
-  // Whether free() may settle the race with record_stream by plain loads and
-  // stores: kOwnersOnly until some thread records on a block another thread
-  // allocated; then kSwitching during one heavy fence (which orders every
-  // owner's free in flight against the records that follow), then kShared,
-  // where every free takes one exchange. kShared from the start without
-  // membarrier (detail::asymmetric_fences()).
-  static constexpr std::uint8_t kOwnersOnly = 0, kSwitching = 1, kShared = 2;
-  std::atomic<std::uint8_t> record_mode{kShared};
   std::once_flag warned_private_outside_capture;
 
   std::mutex caches_mu;
