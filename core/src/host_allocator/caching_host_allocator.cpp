@@ -765,8 +765,13 @@ Block* CachingHostAllocator::Impl::find_by_ptr(void* ptr) {
   const std::uint8_t use = b->use.load(std::memory_order_relaxed);
   const bool handed_out = (use & Block::kHandedOut) != 0;
   if (handed_out) [[likely]] {
+    try {
+      add_stream(*b, stream, capturing, outlives);  // a second stream's may throw (bad_alloc)
+    } catch (...) {
+      tc.lock.owner_unlock();  // a remote would wait for it for good
+      throw;
+    }
     b->use.store(use | Block::kOnStreams, std::memory_order_relaxed);
-    add_stream(*b, stream, capturing, outlives);
   }
   tc.lock.owner_unlock();
   if (!handed_out) [[unlikely]]
