@@ -143,6 +143,23 @@ void drain_while_owners_run() {
   EXPECT_EQ(backend->live_blocks(), 0u);
 }
 
+// One round of a race with the first foreign use of a fresh allocator (no
+// such use has switched its record_mode yet): a block of it goes to `racer`
+// for round i, then, after a random spin that sweeps it across the racer's
+// switch (a heavy fence: microseconds), the test thread's own call on it,
+// own(allocator, block).
+template <class Own>
+void first_foreign_use_round(int i, glassbox::testing::RacingCall& racer,
+                             std::atomic<gha::CachingHostAllocator*>& shared, std::mt19937& rng,
+                             const gha::HostAllocatorOptions& o, Own own) {
+  gha::CachingHostAllocator allocator(std::make_shared<gha::SimHostBackend>(), o);
+  auto a = allocator.allocate(4096);
+  shared = &allocator;
+  racer.go(i, a.ptr, a.ctx);
+  for (auto spin = rng() % 200000; spin > 0; --spin) std::atomic_signal_fence(std::memory_order_seq_cst);
+  own(allocator, a);
+}
+
 }  // namespace
 
 // Until some thread records on a block another thread allocated, an owner's
@@ -166,18 +183,14 @@ TEST(HostAllocatorStress, TheFirstForeignRecordRacingItsOwnersFreeIsNeverLost) {
   gha::HostAllocatorOptions o;
   o.registry = &registry;
   for (int i = 0; i < kRounds; ++i) {
-    gha::CachingHostAllocator allocator(std::make_shared<gha::SimHostBackend>(), o);
-    auto a = allocator.allocate(4096);
-    shared = &allocator;
-    recorder.go(i, a.ptr, a.ctx);
-    // Sweep the free across the record's switch (a heavy fence: microseconds).
-    for (auto spin = rng() % 200000; spin > 0; --spin) std::atomic_signal_fence(std::memory_order_seq_cst);
-    allocator.free(a.ctx);
-    const bool recorded = recorder.taken(i);
-    auto next = allocator.allocate(4096);
-    if (!recorded) ++refused;
-    if (recorded && next.ptr == a.ptr) ++lost;
-    allocator.free(next.ctx);
+    first_foreign_use_round(i, recorder, shared, rng, o, [&](gha::CachingHostAllocator& allocator, auto a) {
+      allocator.free(a.ctx);
+      const bool recorded = recorder.taken(i);
+      auto next = allocator.allocate(4096);
+      if (!recorded) ++refused;
+      if (recorded && next.ptr == a.ptr) ++lost;
+      allocator.free(next.ctx);
+    });
   }
   EXPECT_EQ(lost, 0) << refused << " of " << kRounds << " records were refused";
   // Both outcomes happened: the free and the switch did overlap.
@@ -209,22 +222,19 @@ TEST(HostAllocatorStress, TheFirstForeignFreeRacingItsOwnersRecordIsNeverLost) {
   std::mt19937 rng(11);
   int lost = 0, refused = 0, phantom = 0;
   for (int i = 0; i < kRounds; ++i) {
-    gha::CachingHostAllocator allocator(std::make_shared<gha::SimHostBackend>(), o);
-    auto a = allocator.allocate(4096);
-    shared = &allocator;
-    freer.go(i, a.ptr, a.ctx);
-    for (auto spin = rng() % 200000; spin > 0; --spin) std::atomic_signal_fence(std::memory_order_seq_cst);
-    const auto outcome = allocator.try_record_stream(a.ptr, a.ctx, gha::SimHostBackend::id(stream));
-    (void)freer.taken(i);
-    // The freed block sits in the freeing thread's cache, unless its free
-    // saw the record: then it waits on an event of the stream.
-    const bool waits = allocator.stats().pending_events > 0;
-    if (outcome == gha::CachingHostAllocator::RecordOutcome::recorded) {
-      lost += waits ? 0 : 1;
-    } else {
-      ++refused;
-      phantom += waits ? 1 : 0;
-    }
+    first_foreign_use_round(i, freer, shared, rng, o, [&](gha::CachingHostAllocator& allocator, auto a) {
+      const auto outcome = allocator.try_record_stream(a.ptr, a.ctx, gha::SimHostBackend::id(stream));
+      (void)freer.taken(i);
+      // The freed block sits in the freeing thread's cache, unless its free
+      // saw the record: then it waits on an event of the stream.
+      const bool waits = allocator.stats().pending_events > 0;
+      if (outcome == gha::CachingHostAllocator::RecordOutcome::recorded) {
+        lost += waits ? 0 : 1;
+      } else {
+        ++refused;
+        phantom += waits ? 1 : 0;
+      }
+    });
   }
   EXPECT_EQ(lost, 0) << refused << " of " << kRounds << " records were refused";
   EXPECT_EQ(phantom, 0);
