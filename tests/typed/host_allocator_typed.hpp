@@ -611,6 +611,28 @@ TYPED_TEST_P(HostAllocatorTyped, AFreeOnAStreamThatRanEverythingNeedsNoEvent) {
   this->free(again);
 }
 
+// A thread counts its done answers in its own cache, summed at scrape; at
+// its exit the count moves to the allocator: read while the thread lives
+// and after, each answer counts once.
+TYPED_TEST_P(HostAllocatorTyped, DoneQueriesCountedByAThreadOutliveIt) {
+  this->make();
+  typename TestFixture::Stream s;
+  auto done = [&] { return this->metric("glassbox_host_stream_queries_total", {{"outcome", "done"}}); };
+  std::int64_t while_alive = -1;
+  std::thread([&] {
+    for (int i = 0; i < 3; ++i) {
+      auto a = this->allocate(4096);
+      this->record(a, s);
+      s.synchronize();
+      this->free(a);
+    }
+    while_alive = done();
+  }).join();
+  EXPECT_EQ(while_alive, 3);
+  EXPECT_EQ(done(), 3) << "lost or counted again at the thread's exit";
+  EXPECT_EQ(done(), 3);
+}
+
 // A stream found busy gets an event, and the thread's next frees on it do
 // not ask again (1, then 3, ... 63 of them): a caller that frees right
 // behind its copies pays for few queries. One found done is asked again.
@@ -1087,10 +1109,11 @@ REGISTER_TYPED_TEST_SUITE_P(
     ARecordRightAfterOneOnAPoolStreamAsksAboutItsOwnStream, AThreadRecordsItsGroupOnceItHoldsACachesWorth,
     ProcessEventsRecordsAndPollsDeferredBlocks, ADeferredRecordWaitsForTheCaptureToEnd,
     StreamsDestroyedRightAfterFreeAreNotRecordedOnLater, AFreeOnAStreamThatRanEverythingNeedsNoEvent,
-    AStreamFoundBusyIsNotAskedAgainForAWhile, EventsOneThreadRecordedOnAStreamShareAQuery,
-    AProbeReleasesNoEventOfAnotherStream, AProbeReleasesNoEventAnotherThreadRecorded,
-    DeferredBlocksWaitForTheirOwnStreamsEvent, ARecordOnABlockReturnedToTheSystemFindsNothing,
-    ABlockOnTwoStreamsGetsItsEventsInFree, WithoutRecordStreamTheOverwriteIsVisible, RecordStreamFindsABlockByPointer,
+    DoneQueriesCountedByAThreadOutliveIt, AStreamFoundBusyIsNotAskedAgainForAWhile,
+    EventsOneThreadRecordedOnAStreamShareAQuery, AProbeReleasesNoEventOfAnotherStream,
+    AProbeReleasesNoEventAnotherThreadRecorded, DeferredBlocksWaitForTheirOwnStreamsEvent,
+    ARecordOnABlockReturnedToTheSystemFindsNothing, ABlockOnTwoStreamsGetsItsEventsInFree,
+    WithoutRecordStreamTheOverwriteIsVisible, RecordStreamFindsABlockByPointer,
     ProcessEventsForOneSizeFreesOnlyThatSize, EmptyCacheReleasesOnlyFreeBlocks,
     EmptyCacheTakesBlocksFromOtherThreadsCaches, AThreadsCachedBlocksGoBackWhenItExits,
     BlocksOtherThreadsFreedOnStreamsAreReusedBeforeANewOne, ProcessEventsPollsWhatEveryThreadFreed,

@@ -325,12 +325,15 @@ struct alignas(128) ThreadCache {
     // A block that spends a credit, or null (none cached, or none credited).
     Block* pop_credited() noexcept { return count > 0 && credit() > 0 ? blocks[--count] : nullptr; }
     void set_credit(int credits) noexcept { credit_less_count = credits - count; }
-    Block* blocks[kCapacity];
+    // Before the blocks: a pair that keeps one block cached touches one line.
     std::atomic<std::uint64_t> hits{0};   // this thread's allocate() hits (any pool, any size)
     std::atomic<std::uint64_t> freed{0};  // this thread's free() calls
+    Block* blocks[kCapacity];
   };
   detail::BiasedLock lock;
-  std::atomic<std::uint64_t> requested_bytes{0};  // on the lock's line, before the slots' alignment
+  // Counts of the owner's (CacheCount), on the lock's line, before the slots' alignment.
+  std::atomic<std::uint64_t> requested_bytes{0};  // bytes its allocate() calls asked for
+  std::atomic<std::uint64_t> done_queries{0};     // its stream queries that found the stream done
   std::array<Slot, SizeClasses::kCount> slots{};
 
   // Whether a block may be kept in a thread cache: the default pool's, up to kMaxBlock.
@@ -342,6 +345,33 @@ struct alignas(128) ThreadCache {
 // Every class a cache may keep has a tag that fits below the block's alignment.
 static_assert(SizeClasses(SizeClassPolicy::pow2x4).index(ThreadCache::kMaxBlock) + 1 <= kTagMask);
 static_assert(SizeClasses(SizeClassPolicy::pow2).index(ThreadCache::kMaxBlock) + 1 <= kTagMask);
+// A count that each thread cache keeps for its owner, on a line the owner's
+// calls touch anyway (a metric cell costs the thread-local arena's lines),
+// plus a cell for threads without a cache and for retired caches; publish()
+// adds the sum's growth to the series.
+template <std::atomic<std::uint64_t> ThreadCache::*kInCache>
+struct CacheCount {
+  metrics::Counter rest = metrics::Counter::create({});
+  std::uint64_t published = 0;  // guarded by Impl::publish_mu
+
+  // `tc`: the calling thread's own cache, or null.
+  void add(ThreadCache* tc, std::uint64_t n) const noexcept {
+    if (tc != nullptr) {
+      bump(tc->*kInCache, n);
+    } else {
+      rest.inc(n);
+    }
+  }
+  // At the owner's exit, under caches_mu (Impl::retire_cache).
+  void retire(const ThreadCache& tc) const noexcept { rest.inc((tc.*kInCache).load(std::memory_order_relaxed)); }
+  // The sum's growth since the last call. Caller holds publish_mu and caches_mu.
+  std::uint64_t growth(const std::vector<std::shared_ptr<ThreadCache>>& caches) {
+    std::uint64_t total = rest.value();
+    for (const auto& tc : caches) total += ((*tc).*kInCache).load(std::memory_order_relaxed);
+    return total - std::exchange(published, total);
+  }
+};
+
 inline void* context_of(Block* b) noexcept {
   return tagged(b, ThreadCache::may_keep(*b) ? ThreadCache::tag(b->cls) : 0);
 }
@@ -637,8 +667,9 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   static TakenStreams take_streams(Block& b, std::vector<StreamId>& streams);
   void free_from_streams(Block* b, std::span<const StreamId> streams, TakenStreams taken);
   // Whether every one of `streams` (none capturing) has run all its work:
-  // asked of the backend where the thread's IdleStreamGate lets it.
-  [[gnu::always_inline]] bool streams_done(std::span<const StreamId> streams);
+  // asked of the backend where the thread's IdleStreamGate lets it. `tc`:
+  // the calling thread's cache, which counts the done answers, or null.
+  [[gnu::always_inline]] bool streams_done(std::span<const StreamId> streams, ThreadCache* tc);
   // Records b's events on `streams`, or frees it where they turn out done.
   // `asked`: the caller has asked already whether one captures (then
   // `captured`) and whether all are done (not all).
@@ -769,23 +800,18 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // metrics at scrape time
   ClassTotals totals(std::uint32_t cls, const ClassCounts& cc);
   ClassTotals sum_totals(std::uint32_t cls, const ClassCounts& cc) const;  // caller holds caches_mu
-  std::uint64_t requested_total();
   ClassView view(std::uint32_t cls, const ClassCounts& cc);
   void add_class_stats(std::uint32_t cls, HostStats& out) const;  // see stats()
   HostStats stats();
   void publish();
 
   std::shared_ptr<HostBackend> backend;
-  HostAllocatorConfig config;
-  SizeClasses classes;
-  std::function<void(const std::string&)> warn;
-  Metrics m;
+  // Read by every record and free, written rarely: on backend's line, where
+  // the pair reads already, rather than spread over lines of their own.
   const std::uint64_t id;
-  // Read by every record and free, written rarely: on id's line, where the
-  // pair reads already, rather than each on a line of its own among the
-  // records' mutexes.
-  std::atomic<bool> captures_empty{true};
   std::atomic<std::uint64_t> blocks_forgotten{0};  // see KnownBlocks
+  SizeClasses classes;
+  std::atomic<bool> captures_empty{true};
   // Whether free() and record_stream on an owner's block may settle their
   // race by plain loads and stores: kOwnersOnly until some thread records on
   // or frees a block another thread allocated; then kSwitching during one
@@ -796,6 +822,9 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // (detail::asymmetric_fences()).
   static constexpr std::uint8_t kOwnersOnly = 0, kSwitching = 1, kShared = 2;
   std::atomic<std::uint8_t> record_mode{kShared};
+  HostAllocatorConfig config;  // its flags the pair reads lie on the next line
+  std::function<void(const std::string&)> warn;
+  Metrics m;
 
   BlockPool default_pool{PoolId{}};
   std::array<ClassRecord, SizeClasses::kCount> records;
@@ -820,8 +849,8 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
 
   std::mutex caches_mu;
   std::vector<std::shared_ptr<ThreadCache>> caches;
-  metrics::Counter requested_bytes = metrics::Counter::create({});  // as ClassCounts, for bytes asked
-  std::uint64_t published_requested_bytes = 0;                      // guarded by publish_mu
+  CacheCount<&ThreadCache::requested_bytes> requested_bytes;
+  CacheCount<&ThreadCache::done_queries> done_queries;
 
   std::mutex slow_mu;  // guards the stats below
   Stat allocations;

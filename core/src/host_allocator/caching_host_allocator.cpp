@@ -57,12 +57,12 @@ void Tracks::reserved_changed(std::int64_t bytes) noexcept {
 
 CachingHostAllocator::Impl::Impl(std::shared_ptr<HostBackend> b, Options o)
     : backend(std::move(b)),
-      config(o.config),
+      id(next_allocator_id()),
       classes(o.config.size_classes),
+      config(o.config),
       warn(o.warn ? std::move(o.warn)
                   : [](const std::string& w) { std::fprintf(stderr, "glassbox: %s\n", w.c_str()); }),
-      m(*o.registry),
-      id(next_allocator_id()) {
+      m(*o.registry) {
   if (detail::asymmetric_fences()) record_mode.store(kOwnersOnly, std::memory_order_relaxed);
   collector_id = m.registry.add_collector([this] { publish(); });
 }
@@ -212,11 +212,7 @@ void CachingHostAllocator::Impl::on_allocated(Block* b, std::size_t size, bool h
   } else {
     class_counts(b->cls).hits.inc();
   }
-  if (tc != nullptr) {
-    bump(tc->requested_bytes, size);
-  } else {
-    requested_bytes.inc(size);
-  }
+  requested_bytes.add(tc, size);
 }
 
 Block* CachingHostAllocator::Impl::take_local(BlockPool& pool, std::uint32_t cls) {
@@ -515,7 +511,7 @@ void CachingHostAllocator::Impl::free_own_with_streams(Block* b, ThreadCache& tc
   bool capturing = false, done = false, asked = false;
   try {
     capturing = backend->is_capturing(stream);
-    done = !capturing && streams_done({&stream, 1});
+    done = !capturing && streams_done({&stream, 1}, &tc);
     asked = true;
   } catch (...) {
     // queue_events() asks again, and handles what that throws.
@@ -549,21 +545,25 @@ void CachingHostAllocator::Impl::free_from_streams(Block* b, std::span<const Str
 // events alone; 1 thread 4.0x against 2.2x). A throttle, not a guard: a
 // load and a store rather than an exchange, a read-modify-write at every
 // free of the one-thread pair (two threads may now and then query at once).
-inline bool CachingHostAllocator::Impl::streams_done(std::span<const StreamId> streams) {
+inline bool CachingHostAllocator::Impl::streams_done(std::span<const StreamId> streams, ThreadCache* tc) {
   alignas(64) static constinit std::atomic<bool> querying{false};  // its own line: every querying thread writes it
   if (!config.idle_stream_check || querying.load(std::memory_order_relaxed)) return false;
   querying.store(true, std::memory_order_relaxed);
   thread_local IdleStreamGate gate;
   bool done = true;
   for (StreamId s : streams) {
-    if (!gate.should_ask(id, s)) {
+    IdleStreamGate::Entry* asks = gate.should_ask(id, s);
+    if (asks == nullptr) {
       done = false;
       break;
     }
     done = backend->stream_done(s);
-    gate.answered(id, s, done);
-    (done ? m.streams_done : m.streams_busy).inc();
-    if (!done) break;
+    asks->answered(done);
+    if (!done) {
+      m.streams_busy.inc();
+      break;
+    }
+    done_queries.add(tc, 1);
   }
   querying.store(false, std::memory_order_relaxed);
   return done;
@@ -583,7 +583,7 @@ void CachingHostAllocator::Impl::queue_events(Block* b, std::span<const StreamId
     if (!asked) {
       captured =
           captured || std::any_of(streams.begin(), streams.end(), [&](StreamId s) { return backend->is_capturing(s); });
-      done = !captured && streams_done(streams);
+      done = !captured && streams_done(streams, tl_local.cache_owner == id ? tl_local.cache : nullptr);
     }
     if (!captured && !done) {
       for (StreamId s : streams) {

@@ -19,36 +19,38 @@ class IdleStreamGate {
  public:
   static constexpr std::uint32_t kMaxSkip = 63;
 
-  /// Whether this free on `stream`, by allocator `owner`, asks; counts a skipped one down.
-  bool should_ask(std::uint64_t owner, StreamId stream) noexcept {
-    Entry& e = entry(stream);
-    if (e.owner != owner || e.stream != stream) {
-      e = Entry{owner, stream, 0, 0};
-      return true;
-    }
-    if (e.skip == 0) return true;
-    --e.skip;
-    return false;
-  }
-
-  /// What the query found: done resets the wait, busy doubles it.
-  void answered(std::uint64_t owner, StreamId stream, bool done) noexcept {
-    Entry& e = entry(stream);
-    const std::uint32_t wait = done ? 0 : std::min<std::uint32_t>(e.wait * 2u + 1u, kMaxSkip);
-    e = Entry{owner, stream, wait, wait};
-  }
-
- private:
-  struct Entry {
+  // One stream's wait. Aligned so that no entry straddles a cache line.
+  struct alignas(32) Entry {
     std::uint64_t owner = 0;
     StreamId stream = 0;
     // Whole words: two halfwords written together were read back as one
     // word, a store the load could not forward from (a stall at every free).
     std::uint32_t wait = 0;  // frees the last busy answer set to skip (0 after a done one)
     std::uint32_t skip = 0;  // of those, still to skip
+
+    /// What the query found: done resets the wait, busy doubles it. A done
+    /// answer with no wait to reset stores nothing (the common case).
+    void answered(bool done) noexcept {
+      if (done && wait == 0) return;
+      wait = done ? 0 : std::min<std::uint32_t>(wait * 2u + 1u, kMaxSkip);
+      skip = wait;
+    }
   };
-  // The top bits of a multiplicative hash: a handle's low bits are alignment.
-  Entry& entry(StreamId stream) noexcept { return entries_[(stream * 0x9E3779B97F4A7C15ULL) >> 62]; }
+
+  /// The entry of this free on `stream`, by allocator `owner`, if it asks
+  /// (answer it with Entry::answered); null where it skips, counted down.
+  Entry* should_ask(std::uint64_t owner, StreamId stream) noexcept {
+    Entry& e = entries_[(stream * 0x9E3779B97F4A7C15ULL) >> 62];  // the top bits: a handle's low bits are alignment
+    if (e.owner != owner || e.stream != stream) {
+      e = Entry{owner, stream, 0, 0};
+      return &e;
+    }
+    if (e.skip == 0) return &e;
+    --e.skip;
+    return nullptr;
+  }
+
+ private:
   std::array<Entry, 4> entries_{};
 };
 

@@ -120,13 +120,6 @@ std::int64_t CachingHostAllocator::Impl::cached_in_threads(std::uint32_t cls) co
   return n;
 }
 
-std::uint64_t CachingHostAllocator::Impl::requested_total() {
-  std::lock_guard lock(caches_mu);
-  std::uint64_t total = requested_bytes.value();
-  for (auto& tc : caches) total += tc->requested_bytes.load(std::memory_order_relaxed);
-  return total;
-}
-
 // Blocks by state, read at one moment: the caller holds every thread cache
 // (their counts cannot change) and this holds the class record's lock, under
 // which a block enters or leaves the shared lists (active_requests) or the
@@ -186,8 +179,9 @@ void CachingHostAllocator::Impl::publish() {
   m.cached_bytes.add(cached_bytes);
   m.reserved_bytes.add(static_cast<double>(reserved_bytes));
   m.rounded_bytes.inc(static_cast<std::uint64_t>(rounded_bytes));
-  const std::uint64_t requested = requested_total();
-  m.requested_bytes.inc(requested - std::exchange(published_requested_bytes, requested));
+  std::lock_guard caches_lock(caches_mu);  // no exiting thread moves its counts meanwhile
+  m.requested_bytes.inc(requested_bytes.growth(caches));
+  m.streams_done.inc(done_queries.growth(caches));
 }
 
 }  // namespace glassbox::host_allocator

@@ -89,7 +89,8 @@ void CachingHostAllocator::Impl::retire_cache(ThreadCache& tc) {
     cc.hits.inc(hits);
     cc.freed.inc(freed);
   }
-  requested_bytes.inc(tc.requested_bytes.load(std::memory_order_relaxed));
+  requested_bytes.retire(tc);
+  done_queries.retire(tc);
   std::erase_if(caches, [&](const auto& c) { return c.get() == &tc; });
 }
 
