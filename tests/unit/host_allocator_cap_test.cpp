@@ -102,6 +102,19 @@ TEST(HostAllocatorCap, ThreadCachedBytesCountAgainstTheCap) {
   EXPECT_EQ(f.backend->under_lock.load(), 0);
 }
 
+// A hit out of a thread cache takes its bytes off the cap's count, as the
+// free before it added them: cached pairs, however many, leave the count as
+// it was, and a trim then keeps every block that fits.
+TEST(HostAllocatorCap, CachedPairsLeaveTheCountAgainstTheCapAsItWas) {
+  Fixture f("max_cached_bytes:8KiB");
+  for (int i = 0; i < 100; ++i) f.free(f.allocator->allocate(4096));  // one block, in this thread's cache
+  std::thread([&] { f.free(f.allocator->allocate(4096)); }).join();   // a second, on the shared lists
+  f.allocator->process_events();                                      // a trim, if the cap were exceeded
+  EXPECT_EQ(f.backend->sim.live_blocks(), 2u);
+  EXPECT_EQ(f.allocator->stats().cached_bytes, 8192);
+  EXPECT_EQ(f.backend->under_lock.load(), 0);
+}
+
 TEST(HostAllocatorCap, AnIdleThreadsCacheIsTrimmed) {
   Fixture f("max_cached_bytes:4KiB");
   std::latch filled(1), done(1);

@@ -58,9 +58,9 @@ TEST(HostAllocator, SizesRoundUpToPowersOfTwo) {
   EXPECT_EQ(f.allocator->round_size(4097), 8192u);
 }
 
-// allocate() sends only sizes 1..kMaxRequest to the thread cache's fast
-// path; 0 and larger requests take the slow one, even on a thread whose cache
-// holds a block (pow2x4's class index is meaningless outside that range).
+// Sizes outside 1..kMaxRequest find nothing in the thread cache (their class
+// is one no block has) and are turned away, even on a thread whose cache
+// holds a block.
 TEST(HostAllocator, RequestsOutsideOneToTheLargestNeverReachTheThreadCache) {
   for (const char* conf : {"", "size_classes:pow2x4"}) {
     Fixture f(conf);
@@ -98,6 +98,21 @@ TEST(HostAllocator, Pow2x4WasteIsAtMost25Percent) {
   EXPECT_LT(worst, 0.25);
   gha::SizeClasses p(gha::SizeClassPolicy::pow2);
   EXPECT_EQ(p.size(p.index((1u << 20) + 1)), 1u << 21);  // pow2 wastes up to 50 %
+}
+
+// allocate() looks in the thread cache by the class before it checks the
+// size: a size no request may have must get a class that no block has.
+TEST(HostAllocator, SizesNoRequestMayHaveGetAClassNoBlockHas) {
+  for (auto policy : {gha::SizeClassPolicy::pow2, gha::SizeClassPolicy::pow2x4}) {
+    gha::SizeClasses c(policy);
+    const std::uint32_t largest = c.index(gha::SizeClasses::kMaxRequest);
+    for (std::size_t size :
+         {std::size_t{0}, gha::SizeClasses::kMaxRequest + 1, gha::SizeClasses::kMaxRequest * 2 - 1,
+          gha::SizeClasses::kMaxRequest * 2, gha::SizeClasses::kMaxRequest * 3, SIZE_MAX - 1, SIZE_MAX}) {
+      EXPECT_GT(c.index(size), largest) << size;
+      EXPECT_LT(c.index(size), gha::SizeClasses::kCount) << size;
+    }
+  }
 }
 
 // A caller that moved the allocation's context into a wrapper of its own (as

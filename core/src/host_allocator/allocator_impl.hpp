@@ -63,10 +63,11 @@ struct alignas(128) Block {
   // Used during graph capture: allocated while its stream captured, or
   // recorded on a capturing stream. A replay may read it at any later time.
   bool captured = false;
-  bool retired = false;  // kept out of reuse for good, and counted so
   // Every record_stream on it since it was handed out promised that the
   // stream outlives the allocator (StreamLife): its event may be deferred.
+  // Next to `captured`: a hand-out sets both with one store.
   bool streams_outlive = true;
+  bool retired = false;  // kept out of reuse for good, and counted so
   BlockStreams streams;
   // For the OOM snapshot: bytes asked by its current user (atomic, as the
   // snapshot reads it while another thread may hand the block out).
@@ -314,17 +315,34 @@ struct alignas(128) ThreadCache {
   static constexpr int kCapacity = 8;
   static constexpr std::size_t kMaxBlock = std::size_t{1} << 20;
   // 128 bytes apart: free() finds a block's slot with one shift of its
-  // class, on the chain of loads from one cached pair to the next.
+  // class, on the chain of loads from one cached pair to the next. Every
+  // block in a slot is its owner's (Block::owner: free()'s own path keeps
+  // only those, keep_cached() makes them so), so that a hit need not say so.
   struct alignas(128) Slot {
     int count = 0;
-    // The slot's credits (ClassRecord::peak_out) less `count`: a free into the
-    // cache earns a credit and a hit spends one, so the cached pair moves
-    // `count` alone and this only changes off that path.
-    int credit_less_count = 0;
-    int credit() const noexcept { return count + credit_less_count; }
+    // The slot's credits (ClassRecord::peak_out) are count - uncredited +
+    // surplus, one of the two 0: the `uncredited` blocks at the bottom of the
+    // stack have no credit to spend, the `surplus` credits no block. A free
+    // into the cache earns a credit and a hit spends one, so the cached pair
+    // moves `count` alone, and a hit's check is one comparison.
+    int uncredited = 0;
+    int surplus = 0;
+    int credit() const noexcept { return count - uncredited + surplus; }
+    void set_credit(int credits) noexcept {
+      uncredited = std::max(0, count - credits);
+      surplus = std::max(0, credits - count);
+    }
+    // Whether a block is cached that may spend a credit.
+    bool credited() const noexcept { return count > uncredited; }
     // A block that spends a credit, or null (none cached, or none credited).
-    Block* pop_credited() noexcept { return count > 0 && credit() > 0 ? blocks[--count] : nullptr; }
-    void set_credit(int credits) noexcept { credit_less_count = credits - count; }
+    Block* pop_credited() noexcept { return credited() ? blocks[--count] : nullptr; }
+    // A block that spends no credit (there is one: count > 0).
+    Block* pop_uncredited() noexcept {
+      const int credits = credit();
+      Block* b = blocks[--count];
+      set_credit(credits);
+      return b;
+    }
     // Before the blocks: a pair that keeps one block cached touches one line.
     std::atomic<std::uint64_t> hits{0};   // this thread's allocate() hits (any pool, any size)
     std::atomic<std::uint64_t> freed{0};  // this thread's free() calls
@@ -484,32 +502,35 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // reclaimed at its next miss, or by any thread before it makes a block.
   Block* take_cached(std::uint32_t cls, std::size_t size) noexcept {
     LocalState& local = tl_local;
-    if (local.cache_owner != id || !captures_empty.load(std::memory_order_relaxed)) return nullptr;
+    if (local.cache_owner != hit_owner.load(std::memory_order_relaxed)) return nullptr;
     ThreadCache& tc = *local.cache;
     if (!tc.lock.owner_try_lock()) return nullptr;
     auto& slot = tc.slots[cls];  // a class above ThreadCache::kMaxBlock: always empty
-    Block* b = slot.pop_credited();
+    if (!slot.credited()) {
+      tc.lock.owner_unlock();
+      return nullptr;
+    }
+    Block* b = slot.blocks[--slot.count];
     tc.lock.owner_unlock();
-    if (b == nullptr) return nullptr;
-    uncache(b);
-    hand_out(b, size, false, &local);  // NVTX's mark, if on, is allocate()'s tail call
+    hand_back(b, size);
     bump(slot.hits, 1);
     bump(tc.requested_bytes, size);
     return b;
   }
   // allocate() but for a hit: size 0, too large (throws), or allocate_uncached().
   [[gnu::noinline]] HostAllocation allocate_slow(std::size_t size);
-  // A hit with NVTX memory regions on: names the block's requested range.
-  [[gnu::noinline]] HostAllocation mark_requested(Block* b, std::size_t size) noexcept;
   Block* allocate_uncached(std::size_t size, std::uint32_t cls);
   // Into the calling thread's cache, when the block may go there and its
-  // slot has room.
+  // slot has room. The block becomes the thread's (ThreadCache::Slot).
   bool keep_cached(ThreadCache& tc, Block* b) noexcept {
-    return ThreadCache::may_keep(*b) && keep_in_slot(tc, tc.slots[b->cls], b, capped());
+    if (!ThreadCache::may_keep(*b)) return false;
+    b->owner.store(thread_token(), std::memory_order_relaxed);
+    return keep_in_slot(tc, tc.slots[b->cls], b, capped());
   }
-  // keep_cached() of a block that may be kept, into its class's `slot`.
-  // `count_bytes` is capped(), read before any store here: free()'s own
-  // path runs uncapped only and passes false, so no call is left in it.
+  // keep_cached() of a block that may be kept, and is the thread's, into its
+  // class's `slot`. `count_bytes` is capped(), read before any store here:
+  // free()'s own path runs uncapped only and passes false, so no call is
+  // left in it.
   bool keep_in_slot(ThreadCache& tc, ThreadCache::Slot& slot, Block* b, bool count_bytes) noexcept {
     if (!tc.lock.owner_try_lock()) return false;
     const bool kept = slot.count < config.thread_cache;
@@ -526,17 +547,20 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   }
   // free() past its own path, from where it left: the whole of it (no cache
   // of this allocator yet, a cap, another thread's block, or record_mode not
-  // kOwnersOnly), a free that met record_mode's switch, or a settled block
+  // kOwnersOnly: free_owner), a free that met record_mode's switch, or a settled block
   // that found no room in the cache. Each is free()'s one tail call.
   [[gnu::noinline]] void free_slow(Block* b);
   [[gnu::noinline]] void free_after_switch(Block* b);
   [[gnu::noinline]] void free_settled(Block* b, ThreadCache* tc);
   // No lock: the block is on no list, so only this caller can see it until
   // allocate() returns; record_stream and free come after, in its order.
-  // `owner` is thread_token(), passed where the caller has it at hand.
-  void hand_out(Block* b, std::size_t size, bool captured, const void* owner = thread_token()) noexcept {
+  void hand_out(Block* b, std::size_t size, bool captured) noexcept {
+    b->owner.store(thread_token(), std::memory_order_relaxed);
+    hand_back(b, size, captured);
+  }
+  // hand_out() of a block whose owner is the caller already: its own cache's.
+  void hand_back(Block* b, std::size_t size, bool captured = false) noexcept {
     b->use.store(Block::kHandedOut, std::memory_order_relaxed);
-    b->owner.store(owner, std::memory_order_relaxed);
     b->captured = captured;
     b->streams_outlive = true;
     b->requested.store(size, std::memory_order_relaxed);
@@ -811,6 +835,19 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   const std::uint64_t id;
   std::atomic<std::uint64_t> blocks_forgotten{0};  // see KnownBlocks
   SizeClasses classes;
+  // The cache_owner (LocalState) whose allocate() takes its thread cache's
+  // hit inline (hit_owner: no capture active, no cap, no NVTX memory
+  // regions) and whose free() keeps its own blocks inline (free_owner: no
+  // cap, record_mode kOwnersOnly): `id`, or kNoOwner, which no thread holds.
+  // One load and compare each, where the conditions are one apiece. Hints:
+  // what the inline paths must see in order, they read again after it
+  // (settle_own reads record_mode).
+  static constexpr std::uint64_t kNoOwner = ~std::uint64_t{0};
+  std::atomic<std::uint64_t> hit_owner{kNoOwner};
+  std::atomic<std::uint64_t> free_owner{kNoOwner};
+  // hit_owner from what it stands for; the caller holds instance_mu (or
+  // constructs), as the writers of captures_empty do.
+  void update_hit_owner() noexcept;
   std::atomic<bool> captures_empty{true};
   // Whether free() and record_stream on an owner's block may settle their
   // race by plain loads and stores: kOwnersOnly until some thread records on

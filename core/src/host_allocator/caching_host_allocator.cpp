@@ -64,7 +64,15 @@ CachingHostAllocator::Impl::Impl(std::shared_ptr<HostBackend> b, Options o)
                   : [](const std::string& w) { std::fprintf(stderr, "glassbox: %s\n", w.c_str()); }),
       m(*o.registry) {
   if (detail::asymmetric_fences()) record_mode.store(kOwnersOnly, std::memory_order_relaxed);
+  update_hit_owner();
+  if (record_mode.load(std::memory_order_relaxed) == kOwnersOnly && !capped())
+    free_owner.store(id, std::memory_order_relaxed);
   collector_id = m.registry.add_collector([this] { publish(); });
+}
+
+void CachingHostAllocator::Impl::update_hit_owner() noexcept {
+  const bool open = captures_empty.load(std::memory_order_relaxed) && !capped() && !config.nvtx_mem_regions;
+  hit_owner.store(open ? id : kNoOwner, std::memory_order_relaxed);
 }
 
 ClassCounts& CachingHostAllocator::Impl::create_class_counts(std::uint32_t cls) {
@@ -95,26 +103,15 @@ std::size_t CachingHostAllocator::round_size(std::size_t size) const {
 }
 
 // The cached pair's half: a hit of the thread's cache inline, everything
-// else one tail call away. (The hit still saves callee-saved registers: under
-// -fPIC each thread_local access is a call when registers are allocated;
-// ARCHITECTURE.md says why TLS descriptors, which would remove that, were
-// not kept.)
+// else one tail call away. No check of the size before the hit: a size of 0
+// or above kMaxRequest has a class no thread cache keeps (SizeClasses::index),
+// so it misses, and allocate_slow() turns it away.
 HostAllocation CachingHostAllocator::allocate(std::size_t size) {
   Impl& a = *impl_;
-  if (size - 1 < SizeClasses::kMaxRequest) [[likely]] {  // 1 <= size <= kMaxRequest
-    const std::uint32_t cls = a.classes.index(size);
-    if (Block* b = a.take_cached(cls, size)) [[likely]] {
-      if (a.config.nvtx_mem_regions) [[unlikely]]
-        return a.mark_requested(b, size);
-      return {b->ptr, tagged(b, ThreadCache::tag(cls))};  // a cache's block: context_of(b)
-    }
-  }
+  const std::uint32_t cls = a.classes.index(size);
+  if (Block* b = a.take_cached(cls, size)) [[likely]]
+    return {b->ptr, tagged(b, ThreadCache::tag(cls))};  // a cache's block: context_of(b)
   return a.allocate_slow(size);
-}
-
-HostAllocation CachingHostAllocator::Impl::mark_requested(Block* b, std::size_t size) noexcept {
-  backend->mark_requested(b->ptr, size, b->size);
-  return {b->ptr, context_of(b)};
 }
 
 HostAllocation CachingHostAllocator::Impl::allocate_slow(std::size_t size) {
@@ -241,9 +238,7 @@ bool CachingHostAllocator::Impl::cached_locally(BlockPool& pool, std::uint32_t c
 Block* CachingHostAllocator::Impl::take_local_uncredited(ThreadCache& tc, std::uint32_t cls) {
   auto pop = [&] {
     auto& slot = tc.slots[cls];
-    if (slot.count == 0) return static_cast<Block*>(nullptr);
-    ++slot.credit_less_count;  // a hand-out that spends no credit
-    return slot.blocks[--slot.count];
+    return slot.count == 0 ? nullptr : slot.pop_uncredited();
   };
   ClassRecord& r = records[cls];
   {
@@ -393,14 +388,15 @@ Block* CachingHostAllocator::Impl::create_block(std::size_t size, std::uint32_t 
 
 // The cached pair's other half: an owner's free into its own cache, inline
 // and with no call but tail calls, so that it saves no register; each
-// uncommon case goes on in one of them from where this left.
+// uncommon case goes on in one of them from where this left. A null context
+// has tag 0, and free_slow() returns on it.
 void CachingHostAllocator::free(void* ctx) {
-  if (ctx == nullptr) return;
   Impl& a = *impl_;
   Block* b = block_of(ctx);
   const std::uintptr_t tag = tag_of(ctx);
   LocalState& local = tl_local;
-  if (tag == 0 || local.cache_owner != a.id || a.capped() || !a.owners_only_mine(b, &local)) [[unlikely]]
+  if (tag == 0 || local.cache_owner != a.free_owner.load(std::memory_order_relaxed) ||
+      b->owner.load(std::memory_order_relaxed) != &local) [[unlikely]]
     return a.free_slow(b);
   ThreadCache& tc = *local.cache;
   ThreadCache::Slot& slot = tc.slots[ThreadCache::class_of_tag(tag)];
@@ -418,6 +414,7 @@ void CachingHostAllocator::free(void* ctx) {
 }
 
 void CachingHostAllocator::Impl::free_slow(Block* b) {
+  if (b == nullptr) return;         // free(nullptr)
   const void* me = thread_token();  // next to local_cache(): one thread-pointer load for both
   ThreadCache* tc = local_cache();
   if (tc != nullptr) {
@@ -464,6 +461,7 @@ void CachingHostAllocator::Impl::note_foreign_use(const Block* b) {
   if (b->owner.load(std::memory_order_relaxed) == thread_token()) return;
   std::uint8_t expected = kOwnersOnly;
   if (record_mode.compare_exchange_strong(expected, kSwitching, std::memory_order_acq_rel)) {
+    free_owner.store(kNoOwner, std::memory_order_relaxed);
     detail::heavy_fence();    // the owners' frees in flight (settle_own)
     with_caches_held([] {});  // the owners' records in flight (record_own)
     record_mode.store(kShared, std::memory_order_release);
@@ -838,6 +836,7 @@ void CachingHostAllocator::begin_allocate_to_pool(PoolId id, std::function<bool(
   }
   a.captures.emplace_back(id, std::move(filter));
   a.captures_empty.store(false, std::memory_order_relaxed);
+  a.update_hit_owner();
 }
 
 void CachingHostAllocator::end_allocate_to_pool(PoolId id) {
@@ -847,6 +846,7 @@ void CachingHostAllocator::end_allocate_to_pool(PoolId id) {
   if (it == a.captures.end()) throw Error("end_allocate_to_pool: not allocating to pool " + pool_text(id));
   a.captures.erase(it);
   a.captures_empty.store(a.captures.empty(), std::memory_order_relaxed);
+  a.update_hit_owner();
 }
 
 void CachingHostAllocator::release_pool(PoolId id) {

@@ -19,11 +19,13 @@ class SizeClasses {
 
   explicit constexpr SizeClasses(SizeClassPolicy policy) noexcept : policy_(policy) {}
 
-  /// Class index of a request (1 <= size <= kMaxRequest).
+  /// Class index of a request (1 <= size <= kMaxRequest). Any other size (0,
+  /// or above kMaxRequest) gets an index above index(kMaxRequest) and below
+  /// kCount: a class no block has, so a lookup by it finds nothing.
   constexpr std::uint32_t index(std::size_t size) const noexcept {
     if (policy_ == SizeClassPolicy::pow2) [[likely]]  // the default: inline, the other one jumps
       return static_cast<std::uint32_t>(std::bit_width(size - 1));
-    if (size <= 4) return static_cast<std::uint32_t>(size - 1);        // 1, 2, 3, 4: exact
+    if (size - 1 < 4) return static_cast<std::uint32_t>(size - 1);     // 1, 2, 3, 4: exact
     unsigned k = static_cast<unsigned>(std::bit_width(size - 1)) - 1;  // 2^k < size <= 2^(k+1)
     std::size_t step = std::size_t{1} << (k - 2);
     std::size_t j = (size - (std::size_t{1} << k) + step - 1) / step;  // 1..4
