@@ -495,15 +495,28 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
   // allocate()'s common case, whole and inline: a credited block of the
   // calling thread's cache, handed out under the cache's owner side alone,
   // writing only the thread's own lines. Null when anything else must come
-  // first (a capture allocating to a private pool, no cache yet, an empty or
-  // uncredited slot): allocate_uncached() does it all then. Events are polled
-  // only there: a thread with a block at hand pays no driver call for a
-  // poll (the seed polls at every allocation), and its pending blocks are
-  // reclaimed at its next miss, or by any thread before it makes a block.
+  // first (a capture active, a cap, NVTX memory regions: hit_owner; no cache
+  // yet, an empty or uncredited slot): allocate_slow() does it all then.
+  // Events are polled only in allocate_uncached(): a thread with a block at
+  // hand pays no driver call for a poll (the seed polls at every
+  // allocation), and its pending blocks are reclaimed at its next miss, or
+  // by any thread before it makes a block.
   Block* take_cached(std::uint32_t cls, std::size_t size) noexcept {
     LocalState& local = tl_local;
     if (local.cache_owner != hit_owner.load(std::memory_order_relaxed)) return nullptr;
-    ThreadCache& tc = *local.cache;
+    return pop_cached(*local.cache, cls, size);
+  }
+  // take_cached() of the hit it leaves for a cap or NVTX memory regions:
+  // the same, plus the cap's count and NVTX's mark.
+  Block* take_cached_marked(std::uint32_t cls, std::size_t size) noexcept {
+    ThreadCache* tc = local_cache();
+    if (tc == nullptr || !captures_empty.load(std::memory_order_relaxed)) return nullptr;
+    Block* b = uncache(pop_cached(*tc, cls, size));
+    if (b != nullptr && config.nvtx_mem_regions) backend->mark_requested(b->ptr, size, b->size);
+    return b;
+  }
+  // The hit itself, from the calling thread's own cache `tc`.
+  Block* pop_cached(ThreadCache& tc, std::uint32_t cls, std::size_t size) noexcept {
     if (!tc.lock.owner_try_lock()) return nullptr;
     auto& slot = tc.slots[cls];  // a class above ThreadCache::kMaxBlock: always empty
     if (!slot.credited()) {
@@ -546,9 +559,10 @@ struct CachingHostAllocator::Impl : std::enable_shared_from_this<Impl> {
     return kept;
   }
   // free() past its own path, from where it left: the whole of it (no cache
-  // of this allocator yet, a cap, another thread's block, or record_mode not
-  // kOwnersOnly: free_owner), a free that met record_mode's switch, or a settled block
-  // that found no room in the cache. Each is free()'s one tail call.
+  // of this allocator yet, a cap or record_mode not kOwnersOnly: free_owner;
+  // another thread's block), a free that met record_mode's switch, or a
+  // settled block that found no room in the cache. Each is free()'s one tail
+  // call.
   [[gnu::noinline]] void free_slow(Block* b);
   [[gnu::noinline]] void free_after_switch(Block* b);
   [[gnu::noinline]] void free_settled(Block* b, ThreadCache* tc);

@@ -120,7 +120,11 @@ HostAllocation CachingHostAllocator::Impl::allocate_slow(std::size_t size) {
     throw ConfigError("glassbox host allocator: allocate(" + std::to_string(size) + ") exceeds the largest request, " +
                       std::to_string(SizeClasses::kMaxRequest) + " bytes");
   }
-  Block* b = allocate_uncached(size, classes.index(size));
+  const std::uint32_t cls = classes.index(size);
+  if (capped() || config.nvtx_mem_regions) {
+    if (Block* b = take_cached_marked(cls, size)) return {b->ptr, context_of(b)};
+  }
+  Block* b = allocate_uncached(size, cls);
   return {b->ptr, context_of(b)};
 }
 
