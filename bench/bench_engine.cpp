@@ -5,32 +5,15 @@
 
 #include <cstdint>
 
-#include "glassbox/autograd/autograd.hpp"
-#include "glassbox/autograd/checkpoint.hpp"
+#include "engine_glassbox.hpp"
 #include "glassbox/autograd/engine.hpp"
-#include "glassbox/autograd/ops.hpp"
 #include "glassbox/metrics/registry.hpp"
-#include "torch/engine_benchmarks.hpp"
 
 namespace {
 
 namespace ga = glassbox::autograd;
+using glassbox::bench::engine::Glassbox;
 using glassbox::bench::engine::kFactor;
-
-struct Glassbox {
-  using Tensor = ga::Tensor;
-
-  static Tensor leaf() {
-    Tensor x = Tensor::ones(ga::Shape{1});
-    x.set_requires_grad(true);
-    return x;
-  }
-  static Tensor checkpoint_step(const Tensor& x) {
-    return ga::checkpoint([](const ga::TensorList& in) { return ga::TensorList{in[0] * kFactor}; }, {x})[0];
-  }
-  static void backward(const Tensor& root) { ga::backward({root}); }
-  static float grad_value(const Tensor& leaf) { return leaf.grad().item(); }
-};
 
 // glassbox only: what glassbox_autograd_node_seconds costs a node when no
 // span is sampled, by EngineOptions::node_timing_interval: 1 times every node

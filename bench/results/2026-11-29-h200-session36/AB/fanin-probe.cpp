@@ -8,7 +8,7 @@
 //             memory latency at that moment, whatever the graph);
 //   cpu       the vCPU the thread ran on at the end.
 // Build (development machine, from the repository root):
-//   g++ -O2 -std=c++20 -I core/include -I instrumentation/include -I build/core/include -I bench \
+//   g++ -O2 -std=c++20 -I core/include -I instrumentation/include -I build/core/include -I bench
 //     bench/results/2026-11-29-h200-session36/AB/fanin-probe.cpp build/lib/libglassbox_core.a \
 //     build/lib/libglassbox_instrumentation.a -lbenchmark -lpthread -ldl -o .gpu-tmp/ab/fanin-probe
 #include <benchmark/benchmark.h>
@@ -21,30 +21,12 @@
 #include <random>
 #include <vector>
 
-#include "glassbox/autograd/autograd.hpp"
-#include "glassbox/autograd/checkpoint.hpp"
-#include "glassbox/autograd/engine.hpp"
+#include "engine_glassbox.hpp"
 #include "glassbox/autograd/node.hpp"
-#include "glassbox/autograd/ops.hpp"
-#include "torch/engine_benchmarks.hpp"
 
 namespace {
 namespace ga = glassbox::autograd;
-using glassbox::bench::engine::kFactor;
-
-struct Glassbox {
-  using Tensor = ga::Tensor;
-  static Tensor leaf() {
-    Tensor x = Tensor::ones(ga::Shape{1});
-    x.set_requires_grad(true);
-    return x;
-  }
-  static Tensor checkpoint_step(const Tensor& x) {
-    return ga::checkpoint([](const ga::TensorList& in) { return ga::TensorList{in[0] * kFactor}; }, {x})[0];
-  }
-  static void backward(const Tensor& root) { ga::backward({root}); }
-  static float grad_value(const Tensor& leaf) { return leaf.grad().item(); }
-};
+using glassbox::bench::engine::Glassbox;
 
 // Follows the AddBackward chain from the root: its first edge is the sum before it.
 double near_share(const ga::Tensor& root) {
@@ -63,7 +45,9 @@ double near_share(const ga::Tensor& root) {
 
 double chase_ns() {
   constexpr std::size_t kSlots = (8 << 20) / 64;
-  struct alignas(64) Line { std::size_t next; };
+  struct alignas(64) Line {
+    std::size_t next;
+  };
   std::vector<Line> lines(kSlots);
   std::vector<std::size_t> order(kSlots);
   std::iota(order.begin(), order.end(), 0);
