@@ -7,9 +7,9 @@
 //   chase_ns  one dependent load over an 8 MiB random cycle (the host's
 //             memory latency at that moment, whatever the graph);
 //   cpu       the vCPU the thread ran on at the end.
-// Build (development machine, from the repository root):
+// Build (development machine, from the repository root; one command):
 //   g++ -O2 -std=c++20 -I core/include -I instrumentation/include -I build/core/include -I bench
-//     bench/results/2026-11-29-h200-session36/AB/fanin-probe.cpp build/lib/libglassbox_core.a \
+//     bench/results/2026-11-29-h200-session36/AB/fanin-probe.cpp build/lib/libglassbox_core.a
 //     build/lib/libglassbox_instrumentation.a -lbenchmark -lpthread -ldl -o .gpu-tmp/ab/fanin-probe
 #include <benchmark/benchmark.h>
 #include <sched.h>
