@@ -52,6 +52,16 @@ class NodeMap {
     }
     size_ = 0;
   }
+  /// The most slots any key's lookup reads (1: every key in its home slot):
+  /// what the choice of home slot costs at worst, for tests and diagnostics.
+  std::size_t longest_probe() const {
+    std::size_t longest = 0;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].key) longest = std::max(longest, ((i - home(slots_[i].key)) & (slots_.size() - 1)) + 1);
+    }
+    return longest;
+  }
+
   static constexpr std::size_t kKeptSlots = std::size_t{1} << 16;
   /// A nested backward's graph is a node or two: a small table is cleared fast.
   static constexpr std::size_t kMinSlots = 8;
@@ -70,16 +80,30 @@ class NodeMap {
 
   // The slot holding `key`, or the empty one where it would go.
   std::size_t probe(const Node* key) const {
-    // Fibonacci hashing: the product's top bits depend on every bit of the
-    // address. Its low bits depend only on the address's low bits, which
-    // nodes allocated at a regular stride share: taken as the slot, they put
-    // a fan-in's nodes on a few home slots in long probe runs.
-    auto h = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(key)) * 0x9E3779B97F4A7C15ULL;
     std::size_t mask = slots_.size() - 1;
-    for (auto i = static_cast<std::size_t>(h >> (64 - std::countr_zero(slots_.size())));; i = (i + 1) & mask) {
+    for (std::size_t i = home(key) & mask;; i = (i + 1) & mask) {
       if (slots_[i].key == key || slots_[i].key == nullptr) return i;
     }
   }
+
+  // Where `key`'s probe starts: its 64-byte line of address space, counted
+  // within a span of as many lines as there are slots, plus a hashed offset
+  // for the span. A graph is mostly built from fresh heap, one node after the
+  // next, and a backward walks it in reverse build order twice (the count,
+  // then the run), so slots that follow the addresses make the walks' lookups
+  // one near-sequential sweep the prefetchers follow; a scattering hash made
+  // each lookup a miss once the table outgrew the cache (bench/RESULTS.md,
+  // session 37). A node takes more than a line, so a graph's nodes, however
+  // densely laid out, fill at most every other home slot of their span; the
+  // hashed span offset keeps spans of a large or scattered graph from piling
+  // onto the same slots (Fibonacci hashing: the product's upper half mixes
+  // every bit of the span number).
+  std::size_t home(const Node* key) const {
+    auto line = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(key)) >> kLineBits;
+    std::uint64_t span = line >> std::countr_zero(slots_.size());
+    return static_cast<std::size_t>(line + ((span * 0x9E3779B97F4A7C15ULL) >> 32));
+  }
+  static constexpr int kLineBits = 6;
 
   void grow() {
     std::vector<Slot> old =
