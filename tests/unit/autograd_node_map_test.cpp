@@ -50,7 +50,7 @@ constexpr std::size_t kKeys = 20000;  // a 10 000-way fan-in's nodes
 constexpr std::size_t kShortProbe = 64;
 
 TEST(NodeMap, DenseNodesEachKeepTheirHomeSlot) {
-  // One node a line, the densest layout a node's size allows.
+  // One key a line: denser than nodes, which take two lines or more.
   EXPECT_EQ(filled(strided(kKeys, 64)).longest_probe(), 1U);
   // A graph as the heap lays it out: nodes a few lines apart.
   EXPECT_EQ(filled(strided(kKeys, 208)).longest_probe(), 1U);

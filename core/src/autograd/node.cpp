@@ -8,9 +8,10 @@
 
 namespace glassbox::autograd {
 
-// NodeMap gives each 64-byte line of address space one home slot: two nodes
-// in one line would share it and lengthen the probes of a dense graph.
-static_assert(sizeof(Node) > 64, "NodeMap's home slots assume a node spans more than a 64-byte line");
+// NodeMap gives each 64-byte line of address space one home slot: nodes two
+// lines or more apart leave every other home slot free in a dense graph,
+// which keeps its probes short.
+static_assert(sizeof(Node) >= 128, "NodeMap's home slots assume a node spans two 64-byte lines or more");
 
 namespace {
 thread_local std::uint64_t next_sequence_nr = 0;

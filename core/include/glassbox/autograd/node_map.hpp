@@ -93,11 +93,11 @@ class NodeMap {
   // then the run), so slots that follow the addresses make the walks' lookups
   // one near-sequential sweep the prefetchers follow; a scattering hash made
   // each lookup a miss once the table outgrew the cache (bench/RESULTS.md,
-  // session 37). A node takes more than a line, so a graph's nodes, however
-  // densely laid out, fill at most every other home slot of their span; the
-  // hashed span offset keeps spans of a large or scattered graph from piling
-  // onto the same slots (Fibonacci hashing: the product's upper half mixes
-  // every bit of the span number).
+  // session 37). A node takes two lines or more (asserted in node.cpp), so a
+  // graph's nodes, however densely laid out, fill at most every other home
+  // slot of their span; the hashed span offset keeps spans of a large or
+  // scattered graph from piling onto the same slots (Fibonacci hashing: the
+  // product's upper half mixes every bit of the span number).
   std::size_t home(const Node* key) const {
     auto line = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(key)) >> kLineBits;
     std::uint64_t span = line >> std::countr_zero(slots_.size());
