@@ -29,8 +29,7 @@ void pin(int cpu) {
 // Steps per second of four dependent chains, run for `ms` after `go`.
 double run(int cpu, int ms, const std::atomic<bool>& go) {
   pin(cpu);
-  while (!go.load(std::memory_order_acquire)) {
-  }
+  while (!go.load(std::memory_order_acquire)) {}
   std::uint64_t x[4] = {0x9E3779B97F4A7C15ULL, 0xBF58476D1CE4E5B9ULL, 0x94D049BB133111EBULL, 0x2545F4914F6CDD1DULL};
   std::uint64_t steps = 0;
   auto start = Clock::now(), end = start + std::chrono::milliseconds(ms);
@@ -51,8 +50,7 @@ std::vector<double> together(const std::vector<int>& cpus, int ms) {
   std::atomic<bool> go{false};
   std::vector<double> rates(cpus.size());
   std::vector<std::thread> threads;
-  for (std::size_t k = 0; k < cpus.size(); ++k)
-    threads.emplace_back([&, k] { rates[k] = run(cpus[k], ms, go); });
+  for (std::size_t k = 0; k < cpus.size(); ++k) threads.emplace_back([&, k] { rates[k] = run(cpus[k], ms, go); });
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   go.store(true, std::memory_order_release);
   for (auto& t : threads) t.join();
@@ -84,7 +82,13 @@ int main(int argc, char** argv) {
     }
     std::printf(" | worst %d %.2f\n", worst, worst_e);
   }
-  auto all = together([&] { std::vector<int> v(n); for (int i = 0; i < n; ++i) v[i] = i; return v; }(), ms * 3);
+  auto all = together(
+      [&] {
+        std::vector<int> v(n);
+        for (int i = 0; i < n; ++i) v[i] = i;
+        return v;
+      }(),
+      ms * 3);
   double sum = 0, alone = 0;
   for (int i = 0; i < n; ++i) sum += all[i], alone += solo[i];
   std::printf("all %d at once: %.2f of their rates alone\n", n, sum / alone);
