@@ -1,6 +1,6 @@
-// The per-thread chunk pools behind the graph's tensors and nodes
-// (glassbox/autograd/detail/pooled.hpp): reuse on the freeing thread, the
-// bound on what a thread keeps, and the hand-back at thread exit.
+// The per-thread chunk pools behind the graph's tensors, nodes and edge lists
+// (glassbox/autograd/detail/pooled.hpp): reuse on the freeing thread, short
+// arrays, the bound on what a thread keeps, and the hand-back at thread exit.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -42,6 +42,45 @@ TEST(PooledChunks, AFreedObjectsChunkIsTheThreadsNextOfItsSize) {
     auto b = gd::make_pooled<Odd>();
     EXPECT_EQ(b.get(), first);
     EXPECT_EQ(OddChunks::kept(), 0U);
+  }).join();
+}
+
+// 104 bytes: arrays of one to four take chunks of 112, 208, 320 and 416 bytes.
+struct Item {
+  std::array<char, 104> bytes{};
+};
+using Items = std::vector<Item, gd::PooledAllocator<Item>>;
+
+template <std::size_t N>
+using ItemChunks = gd::ThreadChunks<((N * sizeof(Item) + 15) / 16) * 16>;
+
+// What the thread keeps of N items' chunk size once an array of N is freed.
+template <std::size_t N>
+std::uint32_t kept_after_an_array_of() {
+  {
+    Items a;
+    a.reserve(N);
+  }
+  return ItemChunks<N>::kept();
+}
+
+TEST(PooledChunks, ArraysOfUpToFourComeFromTheThreadsPool) {
+  if (!gd::kPoolChunks) GTEST_SKIP() << "nothing is pooled under AddressSanitizer";
+  static_assert(gd::PooledAllocator<Item>::kPooledCount == 4);
+  std::thread([] {
+    EXPECT_EQ(kept_after_an_array_of<1>(), 1U);
+    EXPECT_EQ(kept_after_an_array_of<2>(), 1U);
+    EXPECT_EQ(kept_after_an_array_of<3>(), 1U);
+    EXPECT_EQ(kept_after_an_array_of<4>(), 1U);
+    EXPECT_EQ(kept_after_an_array_of<5>(), 0U) << "arrays of five go to the heap";
+    const Item* kept = nullptr;
+    {
+      Items two(2);
+      kept = two.data();
+    }
+    Items again(2);
+    EXPECT_EQ(again.data(), kept);
+    EXPECT_EQ(ItemChunks<2>::kept(), 0U);
   }).join();
 }
 

@@ -16,7 +16,7 @@ namespace {
 // weights the segment closes over theirs as the running pass does.
 class CheckpointBackward final : public Node {
  public:
-  CheckpointBackward(int device, std::vector<Edge> edges, CheckpointFn fn, const TensorList& inputs)
+  CheckpointBackward(int device, EdgeList edges, CheckpointFn fn, const TensorList& inputs)
       : Node(device, std::move(edges)), fn_(std::move(fn)) {
     for (const Tensor& t : inputs) {
       saved_.emplace_back(t);
@@ -81,7 +81,8 @@ TensorList checkpoint(CheckpointFn fn, const TensorList& inputs) {
   bool outs_need_grad = std::any_of(outs.begin(), outs.end(), [](const Tensor& t) { return t.requires_grad(); });
   if (!inputs_need_grad && !outs_need_grad) return outs;
   if (outs.empty()) throw Error("checkpoint: the function returned no tensors");
-  std::vector<Edge> edges;
+  EdgeList edges;
+  edges.reserve(inputs.size());
   for (const Tensor& t : inputs) edges.push_back(gradient_edge(t));
   auto node = detail::make_pooled<CheckpointBackward>(outs[0].device(), std::move(edges), std::move(fn), inputs);
   TensorList result;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <future>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -186,7 +187,7 @@ std::string describe_slot(const Edge& e) {
 
 // Every gradient must match the slot it feeds: a wrong one would be summed
 // into other gradients and fail far from its cause.
-void check_gradients(const char* producer, const std::vector<Edge>& edges, const TensorList& grads) {
+void check_gradients(const char* producer, std::span<const Edge> edges, const TensorList& grads) {
   if (grads.size() != edges.size()) {
     throw Error(std::string(producer) + " produced " + std::to_string(grads.size()) + " gradients for " +
                 std::to_string(edges.size()) + " edges");
@@ -269,7 +270,7 @@ void mark_needed(GraphTask& g, const std::vector<Edge>& roots) {
   for (const Edge& e : roots) visit(e);
   while (!stack.empty()) {
     const Node* n = stack.back().node;
-    const std::vector<Edge>& edges = n->next_edges();
+    const EdgeList& edges = n->next_edges();
     if (stack.back().next < edges.size()) {
       visit(edges[stack.back().next++]);
       continue;
@@ -337,7 +338,7 @@ struct Engine::Impl {
 
   // Adds each gradient to the buffer of the node its edge leads to and queues
   // the nodes that have now received everything.
-  void route(GraphTask& g, const char* from, const std::vector<Edge>& edges, TensorList&& grads) {
+  void route(GraphTask& g, const char* from, std::span<const Edge> edges, TensorList&& grads) {
     std::unique_lock lock(g.mu, std::defer_lock);
     if (!g.serial) lock.lock();
     for (std::size_t i = 0; i < edges.size(); ++i) {

@@ -17,13 +17,16 @@ namespace {
 thread_local std::uint64_t next_sequence_nr = 0;
 }
 
-Node::Node(int device, std::vector<Edge> next_edges)
+Node::Node(int device, EdgeList next_edges)
     : device_(device), sequence_nr_(next_sequence_nr++), next_edges_(std::move(next_edges)) {
   if (device < kCpu || device >= kMaxDevices) {
     throw Error("a node on device " + std::to_string(device) + ": devices are cpu (-1) and 0.." +
                 std::to_string(kMaxDevices - 1));
   }
 }
+
+Node::Node(int device, const std::vector<Edge>& next_edges)
+    : Node(device, EdgeList(next_edges.begin(), next_edges.end())) {}
 
 namespace {
 

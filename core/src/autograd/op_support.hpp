@@ -40,7 +40,7 @@ Tensor record(Tensor out, std::initializer_list<const Tensor*> inputs, Args&&...
   bool needed = false;
   for (const Tensor* t : inputs) needed = needed || t->requires_grad();
   if (!needed || !GradMode::is_enabled()) return out;
-  std::vector<Edge> edges;
+  EdgeList edges;
   edges.reserve(inputs.size());
   for (const Tensor* t : inputs) edges.push_back(gradient_edge(*t));
   set_history(out, make_pooled<N>(out.device(), std::move(edges), std::forward<Args>(args)...));

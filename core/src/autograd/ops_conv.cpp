@@ -59,8 +59,7 @@ Conv2dGeometry geometry(const Tensor& input, const Tensor& weight, const Tensor&
 
 class Conv2dBackward final : public Node {
  public:
-  Conv2dBackward(int device, std::vector<Edge> edges, const Conv2dGeometry& g, const Tensor& input,
-                 const Tensor& weight)
+  Conv2dBackward(int device, EdgeList edges, const Conv2dGeometry& g, const Tensor& input, const Tensor& weight)
       : Node(device, std::move(edges)), g_(g), input_(input), weight_(weight) {}
 
   TensorList apply(TensorList&& grads) override {

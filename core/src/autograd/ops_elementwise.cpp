@@ -12,7 +12,7 @@ Tensor negate(const Tensor& g) { return math::unary(UnaryOp::scale, g, -1.0F); }
 // d(a ± b): the same gradient to a, ± it to b.
 class AddBackward final : public Node {
  public:
-  AddBackward(int device, std::vector<Edge> edges, float sign) : Node(device, std::move(edges)), sign_(sign) {}
+  AddBackward(int device, EdgeList edges, float sign) : Node(device, std::move(edges)), sign_(sign) {}
   TensorList apply(TensorList&& grads) override {
     Tensor& g = grads[0];
     return {g, sign_ > 0 ? g : negate(g)};
@@ -25,7 +25,7 @@ class AddBackward final : public Node {
 
 class MulBackward final : public Node {
  public:
-  MulBackward(int device, std::vector<Edge> edges, const Tensor& a, const Tensor& b)
+  MulBackward(int device, EdgeList edges, const Tensor& a, const Tensor& b)
       : Node(device, std::move(edges)), a_(a), b_(b) {}
   TensorList apply(TensorList&& grads) override {
     Tensor a = a_.unpack(name());
@@ -45,7 +45,7 @@ class MulBackward final : public Node {
 // d(a / b): g / b to a, -(g / b) * (a / b) to b.
 class DivBackward final : public Node {
  public:
-  DivBackward(int device, std::vector<Edge> edges, const Tensor& a, const Tensor& b)
+  DivBackward(int device, EdgeList edges, const Tensor& a, const Tensor& b)
       : Node(device, std::move(edges)), a_(a), b_(b) {}
   TensorList apply(TensorList&& grads) override {
     Tensor a = a_.unpack(name());
@@ -67,8 +67,7 @@ class DivBackward final : public Node {
 
 class MulScalarBackward final : public Node {
  public:
-  MulScalarBackward(int device, std::vector<Edge> edges, float factor)
-      : Node(device, std::move(edges)), factor_(factor) {}
+  MulScalarBackward(int device, EdgeList edges, float factor) : Node(device, std::move(edges)), factor_(factor) {}
   TensorList apply(TensorList&& grads) override {
     Tensor& g = grads[0];
     if (math::exclusively_owned(g)) {  // reuse the buffer: chains pass one gradient along
@@ -88,7 +87,7 @@ class MulScalarBackward final : public Node {
 template <BinaryOp Grad>
 class PointwiseBackward final : public Node {
  public:
-  PointwiseBackward(int device, std::vector<Edge> edges, const Tensor& out, const char* name)
+  PointwiseBackward(int device, EdgeList edges, const Tensor& out, const char* name)
       : Node(device, std::move(edges)), out_(out), name_(name) {}
   TensorList apply(TensorList&& grads) override {
     return detail::only_result(std::move(grads), math::binary(Grad, grads[0], out_.unpack(name())));
@@ -125,7 +124,7 @@ Tensor copy_to(const Tensor& x, int device) {
 
 class ToBackward final : public Node {
  public:
-  ToBackward(int device, std::vector<Edge> edges, int source) : Node(device, std::move(edges)), source_(source) {}
+  ToBackward(int device, EdgeList edges, int source) : Node(device, std::move(edges)), source_(source) {}
   TensorList apply(TensorList&& grads) override {
     return detail::only_result(std::move(grads), copy_to(grads[0], source_));
   }

@@ -46,8 +46,7 @@ float host_nll_loss(const float* log_probs, const std::vector<std::int64_t>& tar
 // dx = g - softmax(x) * sum(g) per row; softmax from the saved output.
 class LogSoftmaxBackward final : public Node {
  public:
-  LogSoftmaxBackward(int device, std::vector<Edge> edges, const Tensor& out)
-      : Node(device, std::move(edges)), out_(out) {}
+  LogSoftmaxBackward(int device, EdgeList edges, const Tensor& out) : Node(device, std::move(edges)), out_(out) {}
   TensorList apply(TensorList&& grads) override {
     Tensor y = out_.unpack(name());
     Rows r(y.shape());
@@ -68,7 +67,7 @@ class LogSoftmaxBackward final : public Node {
 
 class NllLossBackward final : public Node {
  public:
-  NllLossBackward(int device, std::vector<Edge> edges, Shape shape, std::vector<std::int64_t> targets)
+  NllLossBackward(int device, EdgeList edges, Shape shape, std::vector<std::int64_t> targets)
       : Node(device, std::move(edges)), shape_(shape), targets_(std::move(targets)) {}
   TensorList apply(TensorList&& grads) override {
     const Tensor& g = grads[0];

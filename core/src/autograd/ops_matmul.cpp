@@ -49,7 +49,7 @@ Tensor gemm(const Tensor& a, bool ta, const Tensor& b, bool tb) {
 
 class MatmulBackward final : public Node {
  public:
-  MatmulBackward(int device, std::vector<Edge> edges, const Tensor& a, const Tensor& b)
+  MatmulBackward(int device, EdgeList edges, const Tensor& a, const Tensor& b)
       : Node(device, std::move(edges)), a_(a), b_(b) {}
   TensorList apply(TensorList&& grads) override {
     const Tensor& g = grads[0];

@@ -10,7 +10,7 @@ namespace {
 // d(scale * sum(x)) / dx: the incoming scalar times `scale`, everywhere.
 class SumBackward final : public Node {
  public:
-  SumBackward(int device, std::vector<Edge> edges, Shape shape, float scale, const char* name)
+  SumBackward(int device, EdgeList edges, Shape shape, float scale, const char* name)
       : Node(device, std::move(edges)), shape_(shape), scale_(scale), name_(name) {}
   TensorList apply(TensorList&& grads) override {
     return detail::only_result(std::move(grads), math::broadcast(grads[0], scale_, shape_));
@@ -26,7 +26,7 @@ class SumBackward final : public Node {
 // d mean((x - t)^2): (x - t) * 2g / n to x, its negation to t.
 class MseLossBackward final : public Node {
  public:
-  MseLossBackward(int device, std::vector<Edge> edges, const Tensor& input, const Tensor& target)
+  MseLossBackward(int device, EdgeList edges, const Tensor& input, const Tensor& target)
       : Node(device, std::move(edges)), input_(input), target_(target) {}
   TensorList apply(TensorList&& grads) override {
     Tensor x = input_.unpack(name());

@@ -17,7 +17,7 @@ Tensor view_as(const Tensor& x, Shape shape) {
 
 class ReshapeBackward final : public Node {
  public:
-  ReshapeBackward(int device, std::vector<Edge> edges, Shape input_shape)
+  ReshapeBackward(int device, EdgeList edges, Shape input_shape)
       : Node(device, std::move(edges)), input_shape_(input_shape) {}
   TensorList apply(TensorList&& grads) override {
     return detail::only_result(std::move(grads), view_as(grads[0], input_shape_));

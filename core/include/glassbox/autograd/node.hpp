@@ -34,7 +34,9 @@ class Node {
   using PostHook = std::function<void(TensorList& results, const TensorList& grads)>;
 
   /// `device` picks the ready queue (and thread) the node runs on.
-  explicit Node(int device = kCpu, std::vector<Edge> next_edges = {});
+  explicit Node(int device = kCpu, EdgeList next_edges = {});
+  /// The same, from edges gathered in a std::vector (copied into an EdgeList).
+  Node(int device, const std::vector<Edge>& next_edges);
   /// Releases the nodes behind it iteratively, so dropping a graph of any
   /// depth does not overflow the stack.
   virtual ~Node();
@@ -54,7 +56,7 @@ class Node {
   /// usually consumes its output. Per-thread counter, as in PyTorch.
   std::uint64_t sequence_nr() const noexcept { return sequence_nr_; }
 
-  const std::vector<Edge>& next_edges() const noexcept { return next_edges_; }
+  const EdgeList& next_edges() const noexcept { return next_edges_; }
   void add_next_edge(Edge edge) { next_edges_.push_back(std::move(edge)); }
 
   /// Declares the next input slot; returns its number.
@@ -77,7 +79,7 @@ class Node {
  private:
   int device_;
   std::uint64_t sequence_nr_;
-  std::vector<Edge> next_edges_;
+  EdgeList next_edges_;
   // Most nodes have one input: keeping it inline saves the engine a dependent
   // cache miss per node when it checks the gradient sent to it.
   std::uint32_t num_inputs_ = 0;

@@ -1,6 +1,6 @@
 #pragma once
 // Per-thread free lists for the graph's small objects: tensors, their
-// storages and nodes. A forward + backward makes and frees one of each per
+// storages, nodes and their edge lists. A forward + backward makes and frees one of each per
 // op; in a process that has started a thread, glibc's free of them takes its
 // locked path once its own per-thread cache (7 of a size) is full, which a
 // chain of 1 000 ops overflows at once: 14 % of a 1-thread forward + backward
@@ -97,33 +97,49 @@ class ThreadChunks {
   static inline constinit thread_local List list{};
 };
 
-/// An allocator whose single objects come from ThreadChunks: for
-/// std::allocate_shared, which sizes the chunk to the object and its counts.
+/// An allocator whose single objects, and arrays of up to kPooledCount, come
+/// from ThreadChunks: for std::allocate_shared, which sizes the chunk to the
+/// object and its counts, and for a node's short edge list.
 template <class T>
 struct PooledAllocator {
   using value_type = T;
+  static constexpr std::size_t kPooledCount = 4;
   PooledAllocator() = default;
   template <class U>
   PooledAllocator(const PooledAllocator<U>& /*other*/) noexcept {}  // NOLINT(google-explicit-constructor)
 
   T* allocate(std::size_t n) {
-    if constexpr (pooled()) {
-      if (n == 1) return static_cast<T*>(ThreadChunks<chunk()>::take());
-    }
+    if (void* p = take<1>(n)) return static_cast<T*>(p);
     return std::allocator<T>().allocate(n);
   }
   void deallocate(T* p, std::size_t n) noexcept {
-    if constexpr (pooled()) {
-      if (n == 1) return ThreadChunks<chunk()>::give(p);
-    }
-    std::allocator<T>().deallocate(p, n);
+    if (!give<1>(p, n)) std::allocator<T>().deallocate(p, n);
   }
   friend bool operator==(PooledAllocator /*a*/, PooledAllocator /*b*/) noexcept { return true; }
 
  private:
-  static constexpr std::size_t chunk() { return (sizeof(T) + 15) / 16 * 16; }
-  static constexpr bool pooled() {
-    return chunk() <= kMaxPooledChunk && alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__;
+  static constexpr std::size_t chunk(std::size_t n) { return (n * sizeof(T) + 15) / 16 * 16; }
+  static constexpr bool pooled(std::size_t n) {
+    return chunk(n) <= kMaxPooledChunk && alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__;
+  }
+  // The pool of n objects' chunk size, or nullptr where n is not pooled.
+  template <std::size_t N>
+  static void* take(std::size_t n) {
+    if constexpr (N > kPooledCount || !pooled(N)) {
+      return nullptr;
+    } else {
+      return n == N ? ThreadChunks<chunk(N)>::take() : take<N + 1>(n);
+    }
+  }
+  template <std::size_t N>
+  static bool give(void* p, std::size_t n) noexcept {
+    if constexpr (N > kPooledCount || !pooled(N)) {
+      return false;
+    } else {
+      if (n != N) return give<N + 1>(p, n);
+      ThreadChunks<chunk(N)>::give(p);
+      return true;
+    }
   }
 };
 
