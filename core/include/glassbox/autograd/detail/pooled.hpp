@@ -1,9 +1,9 @@
 #pragma once
 // Per-thread free lists for the graph's small objects: tensors, their
-// storages, nodes and their edge lists. A forward + backward makes and frees one of each per
-// op; in a process that has started a thread, glibc's free of them takes its
-// locked path once its own per-thread cache (7 of a size) is full, which a
-// chain of 1 000 ops overflows at once: 14 % of a 1-thread forward + backward
+// storages, nodes and their edge lists. A forward + backward makes and frees
+// one of each per op; in a process that has started a thread, glibc's free
+// of them takes its locked path once its own per-thread cache (7 of a size)
+// is full, which a chain of 1 000 ops overflows at once: 14 % of a 1-thread forward + backward
 // was glibc's _int_free on the development machine, against 7 % before any
 // thread started. A chunk freed here is kept for this thread's next object
 // of its size, up to kMaxPooledBytes a size; the rest go back to the heap, and
@@ -12,7 +12,8 @@
 // Under AddressSanitizer nothing is kept: a use after free of a graph object
 // must reach the sanitizer as one, not find a kept chunk.
 //
-// detail/: the engine's own, public only so that its tests can reach it.
+// detail/: the engine's own, public because EdgeList (edge.hpp) names its
+// allocator, and so that its tests can reach it.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -122,7 +123,8 @@ struct PooledAllocator {
   static constexpr bool pooled(std::size_t n) {
     return chunk(n) <= kMaxPooledChunk && alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__;
   }
-  // The pool of n objects' chunk size, or nullptr where n is not pooled.
+  // n objects from (take) or back to (give) the pool of their chunk size,
+  // trying N = 1, 2, ... kPooledCount; nullptr or false where n is not pooled.
   template <std::size_t N>
   static void* take(std::size_t n) {
     if constexpr (N > kPooledCount || !pooled(N)) {
