@@ -3,11 +3,11 @@
 // storages, nodes and their edge lists. A forward + backward makes and frees
 // one of each per op; in a process that has started a thread, glibc's free
 // of them takes its locked path once its own per-thread cache (7 of a size)
-// is full, which a chain of 1 000 ops overflows at once: 14 % of a 1-thread forward + backward
-// was glibc's _int_free on the development machine, against 7 % before any
-// thread started. A chunk freed here is kept for this thread's next object
-// of its size, up to kMaxPooledBytes a size; the rest go back to the heap, and
-// so do a thread's kept chunks when it exits.
+// is full, which a chain of 1 000 ops overflows at once: 14 % of a 1-thread
+// forward + backward was glibc's _int_free on the development machine,
+// against 7 % before any thread started. A chunk freed here is kept for this
+// thread's next object of its size, up to kMaxPooledBytes a size; the rest go
+// back to the heap, and so do a thread's kept chunks when it exits.
 //
 // Under AddressSanitizer nothing is kept: a use after free of a graph object
 // must reach the sanitizer as one, not find a kept chunk.
